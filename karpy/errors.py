@@ -1,0 +1,16 @@
+"""Exceptions shared across karpy's package boundaries.
+
+Only errors that cross packages live here; a package's internal errors stay in it.
+"""
+
+from __future__ import annotations
+
+
+class KarpyError(Exception):
+    """Base class of karpy's own exceptions."""
+
+
+class UsageError(KarpyError):
+    """Unusable input from the person running a command: bad settings, a file that does
+    not parse, an object that fails validation. The CLI prints it as one line and exits
+    with status 2. The message names the input (variable, file, object) and the rule."""
