@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     name, rest = argv[0], argv[1:]
     module_path, help_text = COMMANDS[name]
-    module: CommandModule = importlib.import_module(module_path)  # type: ignore[assignment]
+    module: CommandModule = importlib.import_module(module_path)
     parser = argparse.ArgumentParser(prog=f"karpy {name}", description=help_text)
     module.add_arguments(parser)
     args = parser.parse_args(rest)
