@@ -1,0 +1,411 @@
+"""`karpy.settings`: every setting's default, env var, flag, and the one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+
+import orjson
+import pytest
+
+from karpy.durations import HOUR, MICROSECOND, MILLISECOND, MINUTE, SECOND
+from karpy.errors import UsageError
+from karpy.settings import (
+    OPTIONS,
+    AWSFeatureGates,
+    FeatureGates,
+    Settings,
+    SettingsError,
+    add_arguments,
+    read_service_account_namespace,
+)
+
+PEM = b"-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n"
+CA_BUNDLE = base64.b64encode(PEM).decode()
+OTHER_CA_BUNDLE = base64.b64encode(PEM + PEM).decode()
+
+
+def flags(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def settings_from(env: dict[str, str] | None = None, *argv: str, **kwargs: object) -> Settings:
+    env = {"CLUSTER_NAME": "test"} | (env or {})
+    return Settings.from_env_and_args(env, flags(*argv), **kwargs)  # type: ignore[arg-type]
+
+
+def errors_of(env: dict[str, str] | None = None, *argv: str) -> list[str]:
+    with pytest.raises(SettingsError) as caught:
+        settings_from(env, *argv)
+    return caught.value.errors
+
+
+# field, env text, value it gives, flag text, value it gives
+CASES = [
+    ("cluster_name", "prod", "prod", "staging", "staging"),
+    ("cluster_endpoint", "https://a.example.com", "https://a.example.com",
+     "https://10.0.0.1:6443", "https://10.0.0.1:6443"),
+    ("cluster_ca_bundle", CA_BUNDLE, CA_BUNDLE, OTHER_CA_BUNDLE, OTHER_CA_BUNDLE),
+    ("kubeconfig", "/etc/kube/config", "/etc/kube/config", "/tmp/k", "/tmp/k"),
+    ("eks_control_plane", "true", True, "false", False),
+    ("isolated_vpc", "true", True, "false", False),
+    ("batch_max_duration", "1m30s", 90 * SECOND, "2h45m", 2 * HOUR + 45 * MINUTE),
+    ("batch_idle_duration", "500ms", 500 * MILLISECOND, "0", 0),
+    ("scheduling_timeout", "1.5h", 90 * MINUTE, "300µs", 300 * MICROSECOND),
+    ("preference_policy", "Ignore", "Ignore", "Respect", "Respect"),
+    ("min_values_policy", "BestEffort", "BestEffort", "Strict", "Strict"),
+    ("ignore_dra_requests", "false", False, "true", True),
+    ("feature_gates", "NodeOverlay=true", FeatureGates(node_overlay=True),
+     "SpotToSpotConsolidation=true, ReservedCapacity=false",
+     FeatureGates(spot_to_spot_consolidation=True, reserved_capacity=False)),
+    ("aws_feature_gates", "NodeClassCEL=true", AWSFeatureGates(node_class_cel=True),
+     "NodeClassCEL=false", AWSFeatureGates(node_class_cel=False)),
+    ("vm_memory_overhead_percent", "0.1", 0.1, "0", 0.0),
+    ("reserved_enis", "2", 2, "0", 0),
+    ("interruption_queue", "karpy-interruptions", "karpy-interruptions", "q_1.fifo", "q_1.fifo"),
+    ("disable_dry_run", "true", True, "false", False),
+    ("enable_zonal_shift", "true", True, "false", False),
+    ("ami_refresh_interval", "5m", 5 * MINUTE, "1h", HOUR),
+    ("subnet_refresh_interval", "90s", 90 * SECOND, "1m", MINUTE),
+    ("metrics_port", "9090", 9090, "65535", 65535),
+    ("health_probe_port", "9091", 9091, "1", 1),
+    ("enable_profiling", "true", True, "false", False),
+    ("disable_leader_election", "true", True, "false", False),
+    ("leader_election_name", "my-lease", "my-lease", "karpenter-leader-election",
+     "karpenter-leader-election"),
+    ("leader_election_namespace", "karpy", "karpy", "ops", "ops"),
+    ("disable_controller_warmup", "false", False, "true", True),
+    ("disable_cluster_state_observability", "true", True, "false", False),
+    ("kube_client_qps", "50", 50, "-1", -1),
+    ("kube_client_burst", "100", 100, "1", 1),
+    ("memory_limit", "1073741824", 1073741824, "0", 0),
+    ("cpu_requests", "2000", 2000, "-5", 1000),
+    ("log_level", "debug", "debug", "warn", "warn"),
+    ("log_format", "console", "console", "json", "json"),
+    ("log_output_paths", "stdout,/var/log/karpy.log", ("stdout", "/var/log/karpy.log"),
+     "stderr", ("stderr",)),
+    ("log_error_output_paths", "stdout", ("stdout",), " stderr , /tmp/x ", ("stderr", "/tmp/x")),
+]  # fmt: skip
+OPTION = {option.field: option for option in OPTIONS}
+
+
+def test_every_setting_has_a_case():
+    assert sorted(case[0] for case in CASES) == sorted(OPTION)
+
+
+def test_defaults_are_karpenters():
+    settings = Settings.from_env_and_args({"CLUSTER_NAME": "c"}, flags())
+    assert settings == Settings(cluster_name="c")
+    assert (settings.batch_max_duration, settings.batch_idle_duration) == (10 * SECOND, SECOND)
+    assert settings.vm_memory_overhead_percent == 0.075
+    assert (settings.metrics_port, settings.health_probe_port) == (8080, 8081)
+    assert (settings.kube_client_qps, settings.kube_client_burst) == (200, 300)
+    assert (settings.memory_limit, settings.cpu_requests) == (-1, 1000)
+    assert settings.ami_refresh_interval == settings.subnet_refresh_interval == MINUTE
+    assert settings.scheduling_timeout == 30 * SECOND
+    assert settings.feature_gates == FeatureGates(
+        node_repair=False,
+        reserved_capacity=True,
+        spot_to_spot_consolidation=False,
+        node_overlay=False,
+        static_capacity=False,
+        capacity_buffer=False,
+    )
+    assert settings.aws_feature_gates.node_class_cel is False
+    assert (settings.preference_policy, settings.min_values_policy) == ("Respect", "Strict")
+    assert settings.ignore_dra_requests is True
+    assert settings.disable_controller_warmup is True
+    assert (settings.log_level, settings.log_format) == ("info", "json")
+    assert settings.log_output_paths == ("stdout",)
+    assert settings.leader_election_name == "karpy-leader-election"
+    assert settings.leader_election_namespace == "kube-system"
+    assert settings.kubeconfig is None
+
+
+@pytest.mark.parametrize(("field", "env_text", "env_value"), [c[:3] for c in CASES])
+def test_env_var_sets_the_setting(field, env_text, env_value):
+    settings = settings_from({OPTION[field].env: env_text})
+    assert getattr(settings, field) == env_value
+
+
+@pytest.mark.parametrize(("field", "env_text", "flag_text", "flag_value"),
+                         [(c[0], c[1], c[3], c[4]) for c in CASES])  # fmt: skip
+def test_flag_wins_over_env_var(field, env_text, flag_text, flag_value):
+    settings = settings_from({OPTION[field].env: env_text}, f"{OPTION[field].flag}={flag_text}")
+    assert getattr(settings, field) == flag_value
+
+
+@pytest.mark.parametrize("field", [o.field for o in OPTIONS if o.metavar == "true|false"])
+def test_boolean_flag_alone_means_true(field):
+    default = getattr(Settings(), field)
+    settings = settings_from({OPTION[field].env: str(default).lower()}, OPTION[field].flag)
+    assert getattr(settings, field) is True
+
+
+def test_flag_given_as_separate_word():
+    assert settings_from({}, "--batch-max-duration", "20s").batch_max_duration == 20 * SECOND
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"BATCH_MAX_DURATION": "-1s"},
+         'BATCH_MAX_DURATION (--batch-max-duration) = "-1s": must not be negative'),
+        ({"BATCH_MAX_DURATION": "10"},
+         'BATCH_MAX_DURATION (--batch-max-duration) = "10": must be a duration such as 10s, '
+         "1m30s or 500ms"),
+        ({"BATCH_IDLE_DURATION": "1 s"},
+         'BATCH_IDLE_DURATION (--batch-idle-duration) = "1 s": must be a duration such as 10s, '
+         "1m30s or 500ms"),
+        ({"BATCH_IDLE_DURATION": "5m"},
+         'BATCH_IDLE_DURATION (--batch-idle-duration) = "5m": must not exceed '
+         "BATCH_MAX_DURATION (10s)"),
+        ({"BATCH_IDLE_DURATION": "2m", "BATCH_MAX_DURATION": "1m30s"},
+         'BATCH_IDLE_DURATION (--batch-idle-duration) = "2m": must not exceed '
+         "BATCH_MAX_DURATION (1m30s)"),
+        ({"SCHEDULING_TIMEOUT": "0"},
+         'SCHEDULING_TIMEOUT (--scheduling-timeout) = "0": must be greater than 0s'),
+        ({"AMI_REFRESH_INTERVAL": "30s"},
+         'AMI_REFRESH_INTERVAL (--ami-refresh-interval) = "30s": must be at least 1m'),
+        ({"SUBNET_REFRESH_INTERVAL": "59.9s"},
+         'SUBNET_REFRESH_INTERVAL (--subnet-refresh-interval) = "59.9s": must be at least 1m'),
+        ({"FEATURE_GATES": "NodeOverlay=true,Drift=true"},
+         'FEATURE_GATES (--feature-gates) = "NodeOverlay=true,Drift=true": unknown feature gate '
+         "Drift (known: NodeRepair, ReservedCapacity, SpotToSpotConsolidation, NodeOverlay, "
+         "StaticCapacity, CapacityBuffer)"),
+        ({"FEATURE_GATES": "NodeOverlay"},
+         'FEATURE_GATES (--feature-gates) = "NodeOverlay": "NodeOverlay" is not Name=true|false'),
+        ({"FEATURE_GATES": "NodeOverlay=yes"},
+         'FEATURE_GATES (--feature-gates) = "NodeOverlay=yes": feature gate NodeOverlay must be '
+         'true or false, not "yes"'),
+        ({"AWS_FEATURE_GATES": "NodeOverlay=true"},
+         'AWS_FEATURE_GATES (--aws-feature-gates) = "NodeOverlay=true": unknown feature gate '
+         "NodeOverlay (known: NodeClassCEL)"),
+        ({"ENABLE_PROFILING": "True"},
+         'ENABLE_PROFILING (--enable-profiling) = "True": must be true or false'),
+        ({"ISOLATED_VPC": "1"}, 'ISOLATED_VPC (--isolated-vpc) = "1": must be true or false'),
+        ({"DISABLE_LEADER_ELECTION": ""},
+         'DISABLE_LEADER_ELECTION (--disable-leader-election) = "": must be true or false'),
+        ({"VM_MEMORY_OVERHEAD_PERCENT": "1"},
+         'VM_MEMORY_OVERHEAD_PERCENT (--vm-memory-overhead-percent) = "1": must be a fraction '
+         "in [0, 1), e.g. 0.075"),
+        ({"VM_MEMORY_OVERHEAD_PERCENT": "-0.1"},
+         'VM_MEMORY_OVERHEAD_PERCENT (--vm-memory-overhead-percent) = "-0.1": must be a '
+         "fraction in [0, 1), e.g. 0.075"),
+        ({"VM_MEMORY_OVERHEAD_PERCENT": "7.5%"},
+         'VM_MEMORY_OVERHEAD_PERCENT (--vm-memory-overhead-percent) = "7.5%": must be a '
+         "fraction in [0, 1), e.g. 0.075"),
+        ({"VM_MEMORY_OVERHEAD_PERCENT": "nan"},
+         'VM_MEMORY_OVERHEAD_PERCENT (--vm-memory-overhead-percent) = "nan": must be a '
+         "fraction in [0, 1), e.g. 0.075"),
+        ({"METRICS_PORT": "0"},
+         'METRICS_PORT (--metrics-port) = "0": must be a port number in 1..65535'),
+        ({"METRICS_PORT": "65536"},
+         'METRICS_PORT (--metrics-port) = "65536": must be a port number in 1..65535'),
+        ({"HEALTH_PROBE_PORT": "80a"},
+         'HEALTH_PROBE_PORT (--health-probe-port) = "80a": must be a port number in 1..65535'),
+        ({"HEALTH_PROBE_PORT": "8080"},
+         'HEALTH_PROBE_PORT (--health-probe-port) = "8080": must differ from METRICS_PORT '
+         "(8080)"),
+        ({"RESERVED_ENIS": "-1"},
+         'RESERVED_ENIS (--reserved-enis) = "-1": must be an integer >= 0'),
+        ({"KUBE_CLIENT_QPS": "0"},
+         'KUBE_CLIENT_QPS (--kube-client-qps) = "0": must not be 0 (a positive rate, or negative '
+         "for no client-side limit)"),
+        ({"KUBE_CLIENT_QPS": "1.5"},
+         'KUBE_CLIENT_QPS (--kube-client-qps) = "1.5": must be an integer'),
+        ({"KUBE_CLIENT_BURST": "0"},
+         'KUBE_CLIENT_BURST (--kube-client-burst) = "0": must be an integer >= 1'),
+        ({"MEMORY_LIMIT": "1Gi"}, 'MEMORY_LIMIT (--memory-limit) = "1Gi": must be an integer'),
+        ({"MEMORY_LIMIT": "9223372036854775808"},
+         'MEMORY_LIMIT (--memory-limit) = "9223372036854775808": must be an integer'),
+        ({"CPU_REQUESTS": "1.5"},
+         'CPU_REQUESTS (--cpu-requests) = "1.5": must be an integer number of millicores'),
+        ({"LOG_LEVEL": "trace"},
+         'LOG_LEVEL (--log-level) = "trace": must be one of debug, info, warn, error'),
+        ({"LOG_LEVEL": "INFO"},
+         'LOG_LEVEL (--log-level) = "INFO": must be one of debug, info, warn, error'),
+        ({"LOG_FORMAT": "text"},
+         'LOG_FORMAT (--log-format) = "text": must be one of json, console'),
+        ({"PREFERENCE_POLICY": "respect"},
+         'PREFERENCE_POLICY (--preference-policy) = "respect": must be one of Respect, Ignore'),
+        ({"MIN_VALUES_POLICY": "bestEffort"},
+         'MIN_VALUES_POLICY (--min-values-policy) = "bestEffort": must be one of Strict, '
+         "BestEffort"),
+        ({"CLUSTER_ENDPOINT": "api.example.com"},
+         'CLUSTER_ENDPOINT (--cluster-endpoint) = "api.example.com": must be an absolute URL '
+         "with a host, e.g. https://api.example.com"),
+        ({"CLUSTER_ENDPOINT": "https://"},
+         'CLUSTER_ENDPOINT (--cluster-endpoint) = "https://": must be an absolute URL with a '
+         "host, e.g. https://api.example.com"),
+        ({"CLUSTER_ENDPOINT": "https://host:port"},
+         'CLUSTER_ENDPOINT (--cluster-endpoint) = "https://host:port": must be an absolute URL '
+         "with a host, e.g. https://api.example.com"),
+        ({"CLUSTER_CA_BUNDLE": PEM.decode()},
+         f"CLUSTER_CA_BUNDLE (--cluster-ca-bundle) = <{len(PEM)} chars>: must be "
+         "base64-encoded PEM, as EKS DescribeCluster returns it"),
+        ({"CLUSTER_CA_BUNDLE": base64.b64encode(b"hello").decode()},
+         "CLUSTER_CA_BUNDLE (--cluster-ca-bundle) = <8 chars>: must decode to PEM certificates "
+         "(-----BEGIN CERTIFICATE-----)"),
+        ({"INTERRUPTION_QUEUE": "https://sqs.us-west-2.amazonaws.com/123456789012/q"},
+         'INTERRUPTION_QUEUE (--interruption-queue) = "https://sqs.us-west-2.amazonaws.com/'
+         '123456789012/q": must be an SQS queue name (letters, digits, - and _; at most 80), '
+         "not a URL"),
+        ({"LEADER_ELECTION_NAME": "Karpy_Lease"},
+         'LEADER_ELECTION_NAME (--leader-election-name) = "Karpy_Lease": must be a DNS '
+         "subdomain name (lower-case letters, digits, - and .)"),
+        ({"LEADER_ELECTION_NAMESPACE": "Kube-System"},
+         'LEADER_ELECTION_NAMESPACE (--leader-election-namespace) = "Kube-System": must be a '
+         "namespace name (lower-case letters, digits and -)"),
+        ({"LOG_OUTPUT_PATHS": " , "},
+         'LOG_OUTPUT_PATHS (--log-output-paths) = " , ": must name at least one of stdout, '
+         "stderr or a file path"),
+        ({"CLUSTER_NAME": ""}, 'CLUSTER_NAME (--cluster-name) = "": required, must not be empty'),
+        ({"CLUSTER_NAME": " prod"},
+         'CLUSTER_NAME (--cluster-name) = " prod": must not have leading or trailing spaces'),
+        ({"SYSTEM_NAMESPACE": "Not A Namespace"},
+         'SYSTEM_NAMESPACE = "Not A Namespace": must be a namespace name'),
+        ({"SCHEDULER_CONFIG": "podTopologySpread: {}"},
+         'SCHEDULER_CONFIG = "podTopologySpread: {}": not supported by karpy yet '
+         "(kube-scheduler default spread constraints are not mirrored); unset it"),
+    ],
+)  # fmt: skip
+def test_invalid_value_is_named_with_its_flag_value_and_rule(env, message):
+    assert errors_of(env) == [message]
+
+
+def test_unset_cluster_name_is_required():
+    with pytest.raises(UsageError) as caught:
+        Settings.from_env_and_args({}, flags())
+    assert str(caught.value) == (
+        "CLUSTER_NAME (--cluster-name) is not set: required, the name of the cluster"
+    )
+
+
+def test_cluster_name_not_required_when_the_caller_says_so():
+    settings = Settings.from_env_and_args({}, flags(), require_cluster_name=False)
+    assert settings.cluster_name == ""
+
+
+def test_bad_flag_is_reported_like_a_bad_env_var():
+    assert errors_of({"BATCH_IDLE_DURATION": "1s"}, "--batch-idle-duration=5m") == [
+        'BATCH_IDLE_DURATION (--batch-idle-duration) = "5m": must not exceed '
+        "BATCH_MAX_DURATION (10s)"
+    ]
+
+
+def test_a_good_flag_repairs_a_bad_env_var():
+    assert settings_from({"METRICS_PORT": "http"}, "--metrics-port=9000").metrics_port == 9000
+
+
+def test_all_errors_are_reported_on_one_line_in_table_order():
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env_and_args(
+            {"METRICS_PORT": "x", "CLUSTER_NAME": "", "BATCH_MAX_DURATION": "forever"}, flags()
+        )
+    assert caught.value.errors == [
+        'BATCH_MAX_DURATION (--batch-max-duration) = "forever": must be a duration such as '
+        "10s, 1m30s or 500ms",
+        'METRICS_PORT (--metrics-port) = "x": must be a port number in 1..65535',
+        'CLUSTER_NAME (--cluster-name) = "": required, must not be empty',
+    ]
+    assert str(caught.value) == "; ".join(caught.value.errors)
+
+
+def test_a_value_with_a_newline_stays_on_one_line():
+    (message,) = errors_of({"LOG_FORMAT": "json\nconsole"})
+    assert "\n" not in message
+    assert message == 'LOG_FORMAT (--log-format) = "json\\nconsole": must be one of json, console'
+
+
+@pytest.mark.parametrize(
+    ("text", "nanos"),
+    [("0", 0), ("1s", SECOND), ("1m30s", 90 * SECOND), ("500ms", 500 * MILLISECOND),
+     ("1h", HOUR), ("2h45m", 2 * HOUR + 45 * MINUTE), ("1.5h", 90 * MINUTE),
+     ("300us", 300 * MICROSECOND), ("300µs", 300 * MICROSECOND), ("1500ns", 1500)],
+)  # fmt: skip
+def test_durations_take_go_syntax(text, nanos):
+    settings = settings_from({"BATCH_MAX_DURATION": text, "BATCH_IDLE_DURATION": "0"})
+    assert settings.batch_max_duration == nanos
+
+
+def test_feature_gates_take_go_boolean_spellings_and_keep_unnamed_defaults():
+    settings = settings_from({"FEATURE_GATES": " NodeRepair=True,,NodeOverlay = 1 "})
+    assert settings.feature_gates == FeatureGates(node_repair=True, node_overlay=True)
+
+
+def test_a_later_feature_gate_wins():
+    settings = settings_from({"FEATURE_GATES": "NodeOverlay=true,NodeOverlay=false"})
+    assert settings.feature_gates.node_overlay is False
+
+
+def test_empty_log_level_means_info_as_in_karpenter():
+    assert settings_from({"LOG_LEVEL": ""}).log_level == "info"
+
+
+def test_empty_kubeconfig_means_in_cluster():
+    assert settings_from({"KUBECONFIG": ""}).kubeconfig is None
+
+
+# --- leader-election namespace --------------------------------------------------------------
+
+
+def test_lease_namespace_defaults_to_system_namespace_before_the_service_account_file():
+    settings = settings_from({"SYSTEM_NAMESPACE": "karpy"}, service_account_namespace="other")
+    assert settings.leader_election_namespace == "karpy"
+
+
+def test_lease_namespace_defaults_to_the_service_account_namespace():
+    settings = settings_from({}, service_account_namespace="autoscaling")
+    assert settings.leader_election_namespace == "autoscaling"
+
+
+def test_explicit_lease_namespace_wins_over_the_pod_namespace():
+    settings = settings_from(
+        {"SYSTEM_NAMESPACE": "karpy", "LEADER_ELECTION_NAMESPACE": "leases"},
+        service_account_namespace="other",
+    )
+    assert settings.leader_election_namespace == "leases"
+
+
+def test_lease_namespace_falls_back_to_kube_system():
+    assert settings_from({"LEADER_ELECTION_NAMESPACE": ""}).leader_election_namespace == (
+        "kube-system"
+    )
+
+
+def test_service_account_namespace_is_read_from_its_file(tmp_path):
+    path = tmp_path / "namespace"
+    path.write_text("karpy\n")
+    assert read_service_account_namespace(str(path)) == "karpy"
+    assert read_service_account_namespace(str(tmp_path / "missing")) is None
+
+
+# --- the start-up log fields ----------------------------------------------------------------
+
+
+def test_log_fields_never_hold_the_ca_bundle_or_url_credentials():
+    settings = settings_from(
+        {"CLUSTER_CA_BUNDLE": CA_BUNDLE, "CLUSTER_ENDPOINT": "https://admin:hunter2@api.example"}
+    )
+    fields = settings.as_log_fields()
+    rendered = orjson.dumps(fields).decode()
+    assert CA_BUNDLE not in rendered
+    assert "hunter2" not in rendered
+    assert fields["clusterCA"]["length"] == len(CA_BUNDLE)
+    assert len(fields["clusterCA"]["sha256"]) == 16
+    assert fields["clusterEndpoint"] == "https://<redacted>@api.example"
+
+
+def test_log_fields_spell_values_as_they_are_configured():
+    fields = settings_from({"BATCH_MAX_DURATION": "90s", "FEATURE_GATES": "NodeOverlay=true"})
+    logged = fields.as_log_fields()
+    assert logged["batchMaxDuration"] == "1m30s"
+    assert logged["amiRefreshInterval"] == "1m0s"
+    assert logged["featureGates"]["NodeOverlay"] is True
+    assert logged["awsFeatureGates"] == {"NodeClassCEL": False}
+    assert logged["clusterCA"] is None
+    assert logged["logOutputPaths"] == ("stdout",)
+    assert len(logged) == len(OPTIONS)
