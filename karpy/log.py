@@ -81,7 +81,6 @@ _LEVEL_OF_METHOD = {
     "critical": "FATAL",
     "fatal": "FATAL",
 }
-_FIRST_KEYS = ("level", "time", "logger", "caller", "message")
 MASK = "[REDACTED]"
 
 
@@ -126,7 +125,7 @@ _SENSITIVE_WORDS = (
     "credential",
 )
 _PEM = re.compile(r"-----BEGIN [A-Z0-9 ]+-----.*?(?:-----END [A-Z0-9 ]+-----|\Z)", re.DOTALL)
-_PEM_BASE64 = re.compile(r"LS0tLS1CRUdJTi[A-Za-z0-9+/=\s]*")  # base64 of "-----BEGIN"
+_PEM_BASE64 = re.compile(r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]*")  # base64 of "-----BEGIN"
 _BEARER = re.compile(r"\b(bearer)\s+[A-Za-z0-9\-._~+/]+=*", re.IGNORECASE)
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]*)?")
 
@@ -174,7 +173,9 @@ def redact(value: Any) -> Any:
 
 
 def _add_level_and_logger(logger: WrappedLogger, method_name: str, event: EventDict) -> EventDict:
-    event.setdefault("level", _LEVEL_OF_METHOD.get(method_name, method_name.upper()))
+    # Key fields go under private names until `_order`, so a field a caller happens to
+    # name "level" or "time" can neither replace them nor be lost.
+    event.setdefault("_level", _LEVEL_OF_METHOD.get(method_name, method_name.upper()))
     # A bound `logger=` field (a sub-component) wins over the name the logger was made with.
     event.setdefault("logger", getattr(logger, "name", None) or "karpy")
     return event
@@ -187,7 +188,7 @@ def _timestamper(clock_ns: Callable[[], int]) -> Processor:
         seconds, nanos = divmod(clock_ns(), 1_000_000_000)
         if seconds != cached[0]:
             cached[:] = [seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))]
-        event["time"] = f"{cached[1]}.{nanos // 1_000_000:03d}Z"
+        event["_time"] = f"{cached[1]}.{nanos // 1_000_000:03d}Z"
         return event
 
     return add_time
@@ -196,7 +197,7 @@ def _timestamper(clock_ns: Callable[[], int]) -> Processor:
 def _add_caller(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
     path, line = event.pop("pathname", None), event.pop("lineno", None)
     if path:
-        event["caller"] = "/".join(path.replace("\\", "/").split("/")[-2:]) + f":{line}"
+        event["_caller"] = "/".join(path.replace("\\", "/").split("/")[-2:]) + f":{line}"
     return event
 
 
@@ -226,8 +227,11 @@ def _redact_fields(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
 def _order(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
     event.pop("_record", None)
     event.pop("_from_structlog", None)
-    event["message"] = event.pop("event", "")
-    ordered = {key: event.pop(key) for key in _FIRST_KEYS if key in event}
+    ordered = {"level": event.pop("_level"), "time": event.pop("_time")}
+    ordered["logger"] = event.pop("logger")
+    if "_caller" in event:
+        ordered["caller"] = event.pop("_caller")
+    ordered["message"] = event.pop("event", "")
     for key, value in event.items():
         ordered[f"{key}_" if key in ordered else key] = value
     return ordered
@@ -323,7 +327,7 @@ class _StdlibHandler(logging.Handler):
             event: EventDict = {
                 "event": record.getMessage(),
                 "logger": record.name,
-                "level": _stdlib_level_name(record.levelno),
+                "_level": _stdlib_level_name(record.levelno),
                 "_record": record,
                 "_from_structlog": False,
             }
