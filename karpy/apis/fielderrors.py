@@ -53,6 +53,15 @@ _TEXT = {
 }
 
 
+@attrs.frozen(slots=True)
+class Rendered:
+    """A bad value whose text is already formatted the way Go prints it (``%v`` of a
+    float, ``%#v`` of a map such as ``map[string]interface {}{"type":"Ready"}``); it is
+    shown verbatim."""
+
+    text: str
+
+
 _OMIT = object()
 # Error types whose rendering never shows the bad value.
 _VALUELESS = frozenset(
@@ -62,6 +71,8 @@ _VALUELESS = frozenset(
 
 def _render_value(value: Any) -> str:
     """Format a bad value as Go's ``%#v``-ish output in field errors does."""
+    if isinstance(value, Rendered):
+        return value.text
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):

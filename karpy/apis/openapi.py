@@ -1,0 +1,598 @@
+"""OpenAPI v3 schemas for karpy's custom resources, written once in Python.
+
+Each kind describes its wire format with the small constructors below (`string`,
+`integer`, `obj`, `array`, `string_map`, ...). That one description serves three
+purposes, so the CRDs that a cluster installs and the rules karpy enforces cannot drift
+apart:
+
+- `Schema.to_openapi` renders the ``openAPIV3Schema`` of the CRDs in ``deploy/crds/``
+  (see `karpy.apis.crdgen`);
+- `apply_defaults` fills in ``default`` values as kube-apiserver does when an object is
+  created (a default is applied where a field is absent, then defaulted itself);
+- `validate` checks a plain dict against the schema and its CEL rules, and reports
+  problems with the paths and the wording kube-apiserver uses.
+
+CEL rules (``x-kubernetes-validations``) cannot be evaluated without a CEL engine, so each
+`Rule` carries the CEL text that goes into the CRD *and* a Python predicate with the same
+meaning; ``tests/apis/test_cel_twins.py`` evaluates both on the same values to keep them
+equal. A predicate sees exactly what CEL's ``self`` would: the JSON value at that node
+(dicts, lists, strings, ints), with ``has(x.f)`` spelled ``"f" in x``.
+
+As in kube-apiserver, CEL rules are only evaluated when the OpenAPI part found no type or
+enum error anywhere in the object (those errors could make CEL evaluation meaningless);
+the response then carries one extra ``<nil>`` error saying so.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from karpy.apis.fielderrors import ErrorType, FieldError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+__all__ = [
+    "NO_DEFAULT",
+    "QUANTITY_PATTERN",
+    "Rule",
+    "Schema",
+    "apply_defaults",
+    "array",
+    "boolean",
+    "child_path",
+    "integer",
+    "obj",
+    "quantity",
+    "quantity_map",
+    "string",
+    "string_map",
+    "structural_errors",
+    "validate",
+]
+
+
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+
+NO_DEFAULT: Any = _NoDefault()
+
+# Kubernetes' resource.Quantity, as controller-gen writes it for int-or-string quantities.
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+
+BLOCKED_CEL_MESSAGE = (
+    "some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation"
+)
+
+
+@attrs.frozen(slots=True)
+class Rule:
+    """One ``x-kubernetes-validations`` entry and its Python twin.
+
+    ``check(self_value)`` returns True when the value is valid. Transition rules (those
+    mentioning ``oldSelf``) take ``check(self_value, old_value)`` and are only evaluated
+    on update, when the node existed before.
+    """
+
+    rule: str
+    message: str
+    check: Callable[..., bool] = attrs.field(eq=False, repr=False)
+
+    @property
+    def transition(self) -> bool:
+        return "oldSelf" in self.rule
+
+    def to_openapi(self) -> dict[str, str]:
+        return {"message": self.message, "rule": self.rule}
+
+
+@attrs.frozen(slots=True)
+class Schema:
+    """A node of a structural OpenAPI v3 schema (the subset CRDs use)."""
+
+    type: str | None
+    description: str = ""
+    properties: Mapping[str, Schema] = attrs.field(factory=dict)
+    required: tuple[str, ...] = ()
+    items: Schema | None = None
+    additional_properties: Schema | None = None
+    enum: tuple[Any, ...] = ()
+    pattern: str | None = None
+    format: str | None = None
+    minimum: int | None = None
+    maximum: int | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+    max_properties: int | None = None
+    default: Any = NO_DEFAULT
+    rules: tuple[Rule, ...] = ()
+    list_type: str | None = None
+    list_map_keys: tuple[str, ...] = ()
+    map_type: str | None = None
+    int_or_string: bool = False
+
+    def to_openapi(self) -> dict[str, Any]:
+        """The JSON form that goes under ``openAPIV3Schema`` in a CRD."""
+        out: dict[str, Any] = {}
+        if self.description:
+            out["description"] = self.description
+        if self.int_or_string:
+            out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+            out["x-kubernetes-int-or-string"] = True
+        elif self.type is not None:
+            out["type"] = self.type
+        if self.properties:
+            out["properties"] = {k: v.to_openapi() for k, v in self.properties.items()}
+        if self.required:
+            out["required"] = list(self.required)
+        if self.items is not None:
+            out["items"] = self.items.to_openapi()
+        if self.additional_properties is not None:
+            out["additionalProperties"] = self.additional_properties.to_openapi()
+        scalars = {
+            "enum": list(self.enum) if self.enum else None,
+            "pattern": self.pattern,
+            "format": self.format,
+            "minimum": self.minimum,
+            "maximum": self.maximum,
+            "minLength": self.min_length,
+            "maxLength": self.max_length,
+            "minItems": self.min_items,
+            "maxItems": self.max_items,
+            "maxProperties": self.max_properties,
+            "x-kubernetes-list-type": self.list_type,
+            "x-kubernetes-list-map-keys": list(self.list_map_keys) or None,
+            "x-kubernetes-map-type": self.map_type,
+        }
+        out.update({k: v for k, v in scalars.items() if v is not None})
+        if self.default is not NO_DEFAULT:
+            out["default"] = self.default
+        if self.rules:
+            out["x-kubernetes-validations"] = [r.to_openapi() for r in self.rules]
+        return out
+
+
+# --- constructors -------------------------------------------------------------------------
+
+
+def string(
+    description: str = "",
+    *,
+    pattern: str | None = None,
+    enum: tuple[str, ...] = (),
+    min_length: int | None = None,
+    max_length: int | None = None,
+    format: str | None = None,
+    default: Any = NO_DEFAULT,
+    rules: tuple[Rule, ...] = (),
+) -> Schema:
+    return Schema(
+        "string",
+        description,
+        pattern=pattern,
+        enum=enum,
+        min_length=min_length,
+        max_length=max_length,
+        format=format,
+        default=default,
+        rules=rules,
+    )
+
+
+def integer(
+    description: str = "",
+    *,
+    format: str | None = None,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    default: Any = NO_DEFAULT,
+) -> Schema:
+    return Schema(
+        "integer", description, format=format, minimum=minimum, maximum=maximum, default=default
+    )
+
+
+def boolean(description: str = "") -> Schema:
+    return Schema("boolean", description)
+
+
+def obj(
+    description: str = "",
+    properties: Mapping[str, Schema] | None = None,
+    *,
+    required: tuple[str, ...] = (),
+    default: Any = NO_DEFAULT,
+    rules: tuple[Rule, ...] = (),
+) -> Schema:
+    return Schema(
+        "object",
+        description,
+        properties=dict(properties or {}),
+        required=required,
+        default=default,
+        rules=rules,
+    )
+
+
+def array(
+    items: Schema,
+    description: str = "",
+    *,
+    min_items: int | None = None,
+    max_items: int | None = None,
+    list_type: str | None = None,
+    list_map_keys: tuple[str, ...] = (),
+    default: Any = NO_DEFAULT,
+    rules: tuple[Rule, ...] = (),
+    pattern: str | None = None,
+    max_length: int | None = None,
+) -> Schema:
+    """An array. ``pattern``/``max_length`` exist only to reproduce Karpenter's CRDs,
+    which put them on arrays where kube-apiserver (rightly) ignores them."""
+    return Schema(
+        "array",
+        description,
+        items=items,
+        min_items=min_items,
+        max_items=max_items,
+        list_type=list_type,
+        list_map_keys=list_map_keys,
+        default=default,
+        rules=rules,
+        pattern=pattern,
+        max_length=max_length,
+    )
+
+
+def string_map(
+    values: Schema | None = None,
+    description: str = "",
+    *,
+    max_properties: int | None = None,
+    map_type: str | None = None,
+    rules: tuple[Rule, ...] = (),
+) -> Schema:
+    """An object used as a map from strings to ``values`` (strings by default)."""
+    return Schema(
+        "object",
+        description,
+        additional_properties=values if values is not None else Schema("string"),
+        max_properties=max_properties,
+        map_type=map_type,
+        rules=rules,
+    )
+
+
+def quantity(description: str = "") -> Schema:
+    """A Kubernetes quantity: an integer or a string such as ``"1500m"`` or ``"4Gi"``."""
+    return Schema(None, description, pattern=QUANTITY_PATTERN, int_or_string=True)
+
+
+def quantity_map(description: str = "", *, rules: tuple[Rule, ...] = ()) -> Schema:
+    """A ResourceList: resource name to quantity."""
+    return string_map(quantity(), description, rules=rules)
+
+
+# --- defaulting ---------------------------------------------------------------------------
+
+
+def apply_defaults(schema: Schema, value: Any) -> Any:
+    """A copy of ``value`` with schema defaults filled in and JSON nulls dropped.
+
+    Like kube-apiserver's structural defaulting: a property that is absent (or null)
+    takes its default, and the default itself is then defaulted further down. Values of
+    the wrong type are returned unchanged, for validation to report.
+    """
+    if isinstance(value, dict) and schema.type == "object":
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if item is None:
+                continue
+            child = schema.properties.get(key, schema.additional_properties)
+            out[key] = apply_defaults(child, item) if child is not None else item
+        for key, child in schema.properties.items():
+            if key not in out and child.default is not NO_DEFAULT:
+                out[key] = apply_defaults(child, _copy(child.default))
+        return out
+    if isinstance(value, list) and schema.type == "array" and schema.items is not None:
+        items = schema.items
+        return [apply_defaults(items, item) for item in value if item is not None]
+    return value
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+# --- validation ---------------------------------------------------------------------------
+
+
+def child_path(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def validate(
+    schema: Schema,
+    value: Any,
+    path: str = "",
+    old: Any = None,
+    *,
+    skip: frozenset[str] = frozenset(),
+) -> list[FieldError]:
+    """Every OpenAPI and CEL violation in ``value``, as kube-apiserver reports them.
+
+    ``old`` is the previous version of the object on update (transition rules such as
+    ``self == oldSelf`` are evaluated only then). Top-level properties named in ``skip``
+    are not checked (karpy's models skip ``status``, which only controllers write).
+    """
+    errors: list[FieldError] = []
+    _check(schema, value, path, errors, structural=False, skip=skip)
+    if any(e.type in (ErrorType.NOT_SUPPORTED, ErrorType.TYPE_INVALID) for e in errors):
+        errors.append(FieldError("<nil>", ErrorType.INVALID, "null", BLOCKED_CEL_MESSAGE))
+        return errors
+    _check_rules(schema, value, path, old, errors, skip=skip)
+    return errors
+
+
+def structural_errors(
+    schema: Schema, value: Any, path: str = "", *, lenient: frozenset[str] = frozenset()
+) -> list[FieldError]:
+    """Only the errors that make ``value`` impossible to represent: wrong JSON types, and
+    missing required properties except under the top-level properties named in
+    ``lenient``. Parsers run this before reading a dict."""
+    errors: list[FieldError] = []
+    _check(schema, value, path, errors, structural=True, skip=lenient)
+    return errors
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "boolean": (bool,),
+    "integer": (int,),
+}
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null" if value is None else type(value).__name__
+
+
+def _type_error(schema: Schema, value: Any, path: str) -> FieldError | None:
+    actual = _json_type(value)
+    expected: tuple[str, ...]
+    if schema.int_or_string:
+        expected = ("integer", "string")
+    elif schema.type is None:
+        return None
+    else:
+        expected = (schema.type,)
+    if actual in expected:
+        return None
+    name = "integer,string" if schema.int_or_string else expected[0]
+    detail = f'{path} in body must be of type {name}: "{actual}"'
+    return FieldError(path, ErrorType.TYPE_INVALID, actual, detail)
+
+
+def _check(
+    schema: Schema,
+    value: Any,
+    path: str,
+    errors: list[FieldError],
+    *,
+    structural: bool,
+    skip: frozenset[str] = frozenset(),
+    required: bool = True,
+) -> None:
+    """Walk ``value``. ``skip`` names top-level properties to leave out (in structural
+    mode: to check for types only); ``required`` is False inside such a property."""
+    type_error = _type_error(schema, value, path)
+    if type_error is not None:
+        errors.append(type_error)
+        return
+    if isinstance(value, dict):
+        _check_object(
+            schema, value, path, errors, structural=structural, skip=skip, required=required
+        )
+    elif isinstance(value, list):
+        _check_array(schema, value, path, errors, structural=structural, required=required)
+    elif not structural:
+        _check_scalar(schema, value, path, errors)
+
+
+def _check_object(
+    schema: Schema,
+    value: dict[str, Any],
+    path: str,
+    errors: list[FieldError],
+    *,
+    structural: bool,
+    skip: frozenset[str],
+    required: bool,
+) -> None:
+    limit = schema.max_properties
+    if not structural and limit is not None and len(value) > limit:
+        errors.append(FieldError.too_many(path, len(value), limit))
+        return
+    for key, item in value.items():
+        child = schema.properties.get(key, schema.additional_properties)
+        if child is None:
+            continue
+        child_required = required
+        if key in skip:
+            if not structural:
+                continue
+            child_required = False
+        _check(
+            child,
+            item,
+            child_path(path, key),
+            errors,
+            structural=structural,
+            required=child_required,
+        )
+    if required:
+        errors.extend(
+            FieldError.required(child_path(path, key))
+            for key in schema.required
+            if key not in value
+        )
+
+
+def _check_array(
+    schema: Schema,
+    value: list[Any],
+    path: str,
+    errors: list[FieldError],
+    *,
+    structural: bool,
+    required: bool,
+) -> None:
+    if schema.items is not None:
+        for index, item in enumerate(value):
+            _check(
+                schema.items,
+                item,
+                f"{path}[{index}]",
+                errors,
+                structural=structural,
+                required=required,
+            )
+    if structural:
+        return
+    if schema.min_items is not None and len(value) < schema.min_items:
+        errors.append(
+            FieldError.invalid(
+                path, len(value), f"{path} in body should have at least {schema.min_items} items"
+            )
+        )
+    if schema.max_items is not None and len(value) > schema.max_items:
+        errors.append(FieldError.too_many(path, len(value), schema.max_items))
+    if schema.list_type == "set":
+        seen: list[Any] = []
+        for index, item in enumerate(value):
+            if item in seen:
+                errors.append(FieldError.duplicate(f"{path}[{index}]", item))
+            seen.append(item)
+    elif schema.list_type == "map" and schema.list_map_keys:
+        keys_seen: list[tuple[Any, ...]] = []
+        for index, item in enumerate(value):
+            if not isinstance(item, dict):
+                continue
+            key = tuple(item.get(k) for k in schema.list_map_keys)
+            if key in keys_seen:
+                shown = {k: item.get(k) for k in schema.list_map_keys}
+                errors.append(FieldError.duplicate(f"{path}[{index}]", shown))
+            keys_seen.append(key)
+
+
+def _check_scalar(schema: Schema, value: Any, path: str, errors: list[FieldError]) -> None:
+    if schema.enum and value not in schema.enum:
+        errors.append(FieldError.not_supported(path, value, [str(e) for e in schema.enum]))
+        return
+    if isinstance(value, str):
+        if schema.max_length is not None and len(value) > schema.max_length:
+            errors.append(
+                FieldError(
+                    path,
+                    ErrorType.TOO_LONG,
+                    value,
+                    f"may not be more than {schema.max_length} bytes",
+                )
+            )
+        if schema.min_length is not None and len(value) < schema.min_length:
+            errors.append(
+                FieldError.invalid(
+                    path, value, f"{path} in body should be at least {schema.min_length} chars long"
+                )
+            )
+        if schema.pattern is not None and _regex(schema.pattern).search(value) is None:
+            errors.append(
+                FieldError.invalid(path, value, f"{path} in body should match '{schema.pattern}'")
+            )
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        number = int(value)
+        if schema.maximum is not None and number > schema.maximum:
+            detail = f"{path} in body should be less than or equal to {schema.maximum}"
+            errors.append(FieldError.invalid(path, number, detail))
+        if schema.minimum is not None and number < schema.minimum:
+            detail = f"{path} in body should be greater than or equal to {schema.minimum}"
+            errors.append(FieldError.invalid(path, number, detail))
+
+
+@cache
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _check_rules(
+    schema: Schema,
+    value: Any,
+    path: str,
+    old: Any,
+    errors: list[FieldError],
+    *,
+    skip: frozenset[str] = frozenset(),
+) -> None:
+    """Evaluate each node's rules against the node's value, outermost first."""
+    for rule in schema.rules:
+        if rule.transition:
+            if old is None:
+                continue
+            ok = rule.check(value, old)
+        else:
+            ok = rule.check(value)
+        if not ok:
+            errors.append(_rule_error(schema, value, path, rule))
+    if isinstance(value, dict):
+        top = path == ""
+        for key, item in value.items():
+            if top and key in skip:
+                continue
+            child = schema.properties.get(key)
+            old_item = old.get(key) if isinstance(old, dict) else None
+            if child is not None:
+                _check_rules(child, item, child_path(path, key), old_item, errors)
+            elif schema.additional_properties is not None:
+                _check_rules(
+                    schema.additional_properties, item, child_path(path, key), old_item, errors
+                )
+    elif isinstance(value, list) and schema.items is not None:
+        # Transition rules inside atomic lists have no correlated old value.
+        for index, item in enumerate(value):
+            _check_rules(schema.items, item, f"{path}[{index}]", None, errors)
+
+
+def _rule_error(schema: Schema, value: Any, path: str, rule: Rule) -> FieldError:
+    # kube-apiserver shows scalar values but omits objects and arrays.
+    if schema.type in ("object", "array"):
+        return FieldError(path, ErrorType.INVALID, detail=rule.message)
+    return FieldError.invalid(path, value, rule.message)
