@@ -182,13 +182,16 @@ def _add_level_and_logger(logger: WrappedLogger, method_name: str, event: EventD
 
 
 def _timestamper(clock_ns: Callable[[], int]) -> Processor:
-    cached = [-1, ""]  # the last whole second seen and its formatted prefix
+    # The formatted whole second is reused while it lasts; one tuple, read and replaced
+    # whole, so a thread never pairs one second with another's text.
+    last = [(-1, "")]
 
     def add_time(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
         seconds, nanos = divmod(clock_ns(), 1_000_000_000)
-        if seconds != cached[0]:
-            cached[:] = [seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))]
-        event["_time"] = f"{cached[1]}.{nanos // 1_000_000:03d}Z"
+        second = last[0]
+        if second[0] != seconds:
+            second = last[0] = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
+        event["_time"] = f"{second[1]}.{nanos // 1_000_000:03d}Z"
         return event
 
     return add_time

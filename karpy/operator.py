@@ -83,21 +83,24 @@ class Operator:
             raise
         finally:
             stop_wait.cancel()
-        ended_early = [task for task in tasks if task.done()]
-        failures = [f for f in (self._failure(t, stop) for t in ended_early) if f is not None]
+        # Woken by a component rather than by `stop`: whatever has ended, ended too soon.
+        ended_early = [] if stop.is_set() else [task for task in tasks if task.done()]
+        failures = [self._failure(task) for task in ended_early]
         stop.set()
         await self._stop([task for task in tasks if task not in ended_early])
+        for also_failed in failures[1:]:
+            log.error("component failed", component=also_failed.component, exc_info=also_failed)
         if failures:
             raise failures[0]
 
     @staticmethod
-    def _failure(task: asyncio.Task[None], stop: asyncio.Event) -> ComponentFailed | None:
+    def _failure(task: asyncio.Task[None]) -> ComponentFailed:
         name = task.get_name()
         if task.cancelled():
             return ComponentFailed(name, "was cancelled")
         exc = task.exception()
         if exc is None:
-            return None if stop.is_set() else ComponentFailed(name, "returned before shutdown")
+            return ComponentFailed(name, "returned before shutdown")
         failure = ComponentFailed(name, f"failed: {describe_error(exc)}")
         failure.__cause__ = exc
         return failure

@@ -97,6 +97,23 @@ def test_time_is_rfc3339_utc_milliseconds_with_z(logs):
     assert logs.line()["time"] == FIXED_TIME
 
 
+def test_time_follows_the_clock_across_a_second_boundary():
+    stream = io.StringIO()
+    ticks = iter([1_700_000_000_999_000_000, 1_700_000_001_000_000_000, 1_700_000_001_500_000_000])
+    configure_logging("info", stream=stream, clock_ns=lambda: next(ticks))
+    try:
+        for _ in range(3):
+            get_logger("c").info("tick")
+    finally:
+        structlog.reset_defaults()
+    times = [orjson.loads(line)["time"] for line in stream.getvalue().splitlines()]
+    assert times == [
+        "2023-11-14T22:13:20.999Z",
+        "2023-11-14T22:13:21.000Z",
+        "2023-11-14T22:13:21.500Z",
+    ]
+
+
 def test_time_comes_from_the_real_clock_by_default():
     stream = io.StringIO()
     configure_logging("info", stream=stream)

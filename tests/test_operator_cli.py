@@ -214,6 +214,17 @@ class Stubborn:
             raise
 
 
+@attrs.define
+class MessyStopper:
+    """Stops when asked, but fails while doing so."""
+
+    name: str = "messy"
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await stop.wait()
+        raise OSError("lease release failed")
+
+
 @pytest.fixture
 def captured_logs():
     stream = io.StringIO()
@@ -250,6 +261,15 @@ async def test_a_failing_component_stops_the_others_and_is_reported():
     assert waiter.stopped
 
 
+async def test_every_component_that_failed_is_reported(captured_logs):
+    crashers = [Crasher("first"), Crasher("second")]
+    with pytest.raises(ComponentFailed, match="component first failed"):
+        await Operator(Settings(cluster_name="c"), list(crashers)).run(asyncio.Event())
+    (line,) = lines_of(captured_logs)
+    assert (line["message"], line["component"]) == ("component failed", "second")
+    assert line["error"] == "component second failed: RuntimeError: watch stream broke"
+
+
 async def test_a_component_that_returns_early_is_a_failure():
     operator = Operator(Settings(cluster_name="c"), components=[Waiter(), Quitter()])
     with pytest.raises(ComponentFailed, match="component quitter returned before shutdown"):
@@ -268,6 +288,19 @@ async def test_a_component_that_ignores_stop_is_cancelled_after_the_grace(captur
         "WARN",
         "component did not stop in time; cancelling",
         "stubborn",
+    )
+
+
+async def test_a_failure_while_stopping_is_logged_not_raised(captured_logs):
+    stop = asyncio.Event()
+    stop.set()
+    await Operator(Settings(cluster_name="c"), [MessyStopper(), Waiter()]).run(stop)
+    (line,) = lines_of(captured_logs)
+    assert (line["level"], line["message"], line["component"], line["error"]) == (
+        "ERROR",
+        "component failed while stopping",
+        "messy",
+        "OSError: lease release failed",
     )
 
 

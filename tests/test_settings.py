@@ -240,6 +240,9 @@ def test_flag_given_as_separate_word():
         ({"CLUSTER_ENDPOINT": "https://"},
          'CLUSTER_ENDPOINT (--cluster-endpoint) = "https://": must be an absolute URL with a '
          "host, e.g. https://api.example.com"),
+        ({"CLUSTER_ENDPOINT": "https://api.example.com/a b"},
+         'CLUSTER_ENDPOINT (--cluster-endpoint) = "https://api.example.com/a b": must be an '
+         "absolute URL with a host, e.g. https://api.example.com"),
         ({"CLUSTER_ENDPOINT": "https://host:port"},
          'CLUSTER_ENDPOINT (--cluster-endpoint) = "https://host:port": must be an absolute URL '
          "with a host, e.g. https://api.example.com"),
