@@ -137,6 +137,12 @@ class Round:
                 self.placements[pod_key] = landing
         self._reasons = {str(e["pod"]): str(e["reason"]) for e in result["unschedulable"]}
 
+    @classmethod
+    def of_snapshot(cls, objects: Sequence[Obj]) -> Round:
+        """A round that placed nothing: reads where pods are bound in ``objects``."""
+        empty: dict[str, list[Any]] = {"nodeClaims": [], "existingNodes": [], "unschedulable": []}
+        return cls(objects, empty, {})
+
     # --- where pods went ---------------------------------------------------------------
 
     def landing(self, pod: Mapping[str, Any]) -> Landing | None:

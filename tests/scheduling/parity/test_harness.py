@@ -73,7 +73,7 @@ def test_skew_ignores_terminal_terminating_foreign_and_unlabelled_pods() -> None
         f.pod(labels={"app": "a"}, node_name="bare"),
         f.pod(labels={"app": "a"}),
     ]
-    result = {"nodeClaims": [], "existingNodes": [], "unschedulable": [], "stats": {}}
+    result: dict[str, list[object]] = {"nodeClaims": [], "existingNodes": [], "unschedulable": []}
     done = Round([pool, *zoned, bare, counted, *ignored], result, default_catalog())
     assert done.skew(f.topology_spread(ZONE, match_labels={"app": "a"})) == [1]
     assert done.skew(f.topology_spread(ZONE), namespace="") == [3]
