@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from karpy import __version__
 from karpy.errors import UsageError
@@ -44,6 +44,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (rendered by `main`), not usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`karpy version` takes no arguments."""
 
@@ -54,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _top_level_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="karpy",
         description="karpy: a Kubernetes node autoscaler serving Karpenter's v1 API.",
     )
@@ -72,16 +79,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not argv:
             parser.print_help()
             return 2
-        parser.parse_args(argv)  # prints --help / --version / the usage error, then exits
+        try:
+            parser.parse_args(argv)  # --help / --version print and exit
+        except UsageError as exc:
+            print(f"karpy: {exc}", file=sys.stderr)
         return 2
     name, rest = argv[0], argv[1:]
     module_path, help_text = COMMANDS[name]
     module: CommandModule = importlib.import_module(module_path)
-    parser = argparse.ArgumentParser(prog=f"karpy {name}", description=help_text)
+    parser = _Parser(prog=f"karpy {name}", description=help_text)
     module.add_arguments(parser)
-    args = parser.parse_args(rest)
     try:
-        return module.run(args)
+        return module.run(parser.parse_args(rest))
     except UsageError as exc:
         print(f"karpy {name}: {exc}", file=sys.stderr)
         return 2

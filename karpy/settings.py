@@ -354,8 +354,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("leader_election_namespace", "", _namespace, "Namespace of the leader-election "
            "Lease.", "operator", "NAMESPACE", shown_default="the pod's namespace "
            "(SYSTEM_NAMESPACE, else the service-account file), else kube-system"),
-    Option("disable_controller_warmup", "true", _bool, "When false, followers start informers "
-           "before they win the lease.", "operator", _BOOL),
+    Option("disable_controller_warmup", "false", _bool, "When true, followers wait until they "
+           "win the lease before starting informers (slower fail-over, less memory on "
+           "standbys).", "operator", _BOOL),
     Option("disable_cluster_state_observability", "false", _bool, "Turn off cluster-state "
            "and status-condition metrics.", "operator", _BOOL),
     Option("kube_client_qps", "200", _qps, "Sustained API requests per second (negative: no "
@@ -419,7 +420,7 @@ class Settings:
     disable_leader_election: bool = False
     leader_election_name: str = "karpy-leader-election"
     leader_election_namespace: str = FALLBACK_NAMESPACE
-    disable_controller_warmup: bool = True
+    disable_controller_warmup: bool = False
     disable_cluster_state_observability: bool = False
     kube_client_qps: int = 200
     kube_client_burst: int = 300

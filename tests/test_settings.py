@@ -116,7 +116,7 @@ def test_defaults_are_karpenters():
     assert settings.aws_feature_gates.node_class_cel is False
     assert (settings.preference_policy, settings.min_values_policy) == ("Respect", "Strict")
     assert settings.ignore_dra_requests is True
-    assert settings.disable_controller_warmup is True
+    assert settings.disable_controller_warmup is False
     assert (settings.log_level, settings.log_format) == ("info", "json")
     assert settings.log_output_paths == ("stdout",)
     assert settings.leader_election_name == "karpy-leader-election"

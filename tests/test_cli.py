@@ -1,0 +1,43 @@
+"""The `karpy` dispatcher: one-line errors with exit status 2, lazy command modules."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from karpy import __version__
+from karpy.cli import main
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["version"]) == 0
+    assert capsys.readouterr().out.strip() == __version__
+
+
+def test_unknown_command_is_one_line_with_status_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["no-such-command"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("karpy: ") and "no-such-command" in err
+
+
+def test_bad_flag_of_a_command_is_one_line_with_status_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["controller", "--metrics-port"]) == 2
+    err = capsys.readouterr().err
+    assert err == "karpy controller: argument --metrics-port: expected one argument\n"
+
+
+def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "controller" in capsys.readouterr().out
+
+
+def test_module_entry_point_runs_the_cli() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "karpy", "version"], capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, __version__)
