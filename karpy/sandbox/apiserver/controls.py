@@ -1,0 +1,88 @@
+"""Test controls over HTTP, under ``/_emulator/``, for tests that drive the emulator
+from another process (the ``karpy controller`` subprocess, a kubectl run):
+
+    POST   /_emulator/faults                {method, path, action, status, count, retryAfter, latency, message, reason, watch}
+    GET    /_emulator/faults                the rules and how often each fired
+    DELETE /_emulator/faults                remove every rule
+    POST   /_emulator/storage-initializing  {requests}: 429 "storage is (re)initializing" per custom resource
+    POST   /_emulator/watches/drop          {abrupt: true}: end every open watch
+    POST   /_emulator/compact               {resourceVersion?}: forget history, forcing 410s
+    PUT    /_emulator/bookmark-period       {seconds}
+    GET    /_emulator/state                 objects, history and watchers per resource
+    GET    /_emulator/requests              request counts by "METHOD /path"
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import web
+
+from karpy.sandbox.apiserver import errors
+
+if TYPE_CHECKING:
+    from karpy.sandbox.apiserver.server import APIServer
+
+
+def _json(body: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
+
+
+class Controls:
+    def __init__(self, server: APIServer) -> None:
+        self.server = server
+
+    async def _body(self, request: web.Request) -> dict[str, Any]:
+        raw = await request.read()
+        if not raw.strip():
+            return {}
+        body = orjson.loads(raw)
+        if not isinstance(body, dict):
+            raise errors.bad_request("control requests take a JSON object")
+        return body
+
+    async def handle(self, request: web.Request, path: str) -> web.StreamResponse:
+        server = self.server
+        method = request.method
+        route = path[len("/_emulator") :] or "/"
+        body = await self._body(request) if method in ("POST", "PUT") else {}
+        if route == "/faults":
+            if method == "POST":
+                try:
+                    fault = server.faults.add(
+                        body.get("method", "*"),
+                        body.get("path", "*"),
+                        action=body.get("action", "error"),
+                        status=int(body.get("status", 500)),
+                        count=body.get("count", 1),
+                        retry_after=body.get("retryAfter"),
+                        latency=float(body.get("latency", 0.0)),
+                        message=body.get("message", ""),
+                        reason=body.get("reason", ""),
+                        watch=body.get("watch"),
+                    )
+                except ValueError as exc:
+                    raise errors.bad_request(str(exc)) from None
+                return _json(fault.describe(), 201)
+            if method == "GET":
+                return _json({"faults": [f.describe() for f in server.faults.rules()]})
+            if method == "DELETE":
+                server.faults.clear()
+                return _json({})
+        if route == "/storage-initializing" and method == "POST":
+            server.faults.storage_initializing(int(body.get("requests", 1)))
+            return _json({})
+        if route == "/watches/drop" and method == "POST":
+            return _json({"dropped": server.drop_watches(abrupt=bool(body.get("abrupt", True)))})
+        if route == "/compact" and method == "POST":
+            rv = body.get("resourceVersion")
+            return _json({"resourceVersion": server.compact(None if rv is None else int(rv))})
+        if route == "/bookmark-period" and method == "PUT":
+            server.bookmark_period = float(body["seconds"])
+            return _json({"seconds": server.bookmark_period})
+        if route == "/state" and method == "GET":
+            return _json(server.store_state.describe())
+        if route == "/requests" and method == "GET":
+            return _json(server.frontend.request_counts)
+        raise errors.no_such_route()

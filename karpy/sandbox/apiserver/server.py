@@ -1,0 +1,190 @@
+"""`APIServer`: the emulator assembled and served on loopback.
+
+    async with APIServer(crd_dirs=[Path("deploy/crds")]) as server:
+        path = server.write_kubeconfig(tmp_path / "kubeconfig")
+        server.store.create("pods", {...})          # in-process access
+        server.faults.throttle("GET", "/api/v1/pods")  # next LIST of pods gets a 429
+
+Knobs: ``history_size`` (watch window per resource), ``bookmark_period`` (seconds
+between BOOKMARKs on watches that allow them), ``pod_termination`` (who finishes
+graceful pod deletions, see `pods.PodTermination`), ``max_pod_grace_seconds``,
+``compaction_interval`` (etcd-style compaction of list history) and ``crd_dirs``
+(``*.yaml`` CRDs to load at start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from types import TracebackType
+
+import yaml
+from aiohttp import web
+
+from karpy.sandbox.apiserver import errors
+from karpy.sandbox.apiserver.builtin import builtin_kinds
+from karpy.sandbox.apiserver.client import StoreClient
+from karpy.sandbox.apiserver.controls import Controls
+from karpy.sandbox.apiserver.crds import CRDBehavior, CRDController
+from karpy.sandbox.apiserver.eviction import DisruptionController
+from karpy.sandbox.apiserver.faults import Faults
+from karpy.sandbox.apiserver.http import Frontend, ScaleSubresource
+from karpy.sandbox.apiserver.kinds import Registry
+from karpy.sandbox.apiserver.namespaces import INITIAL_NAMESPACES, NamespaceBehavior, NamespaceController
+from karpy.sandbox.apiserver.objects import ObjectAPI
+from karpy.sandbox.apiserver.pods import EmulatedKubelet, PodBehavior, PodTermination
+from karpy.sandbox.apiserver.store import Store
+
+
+def load_manifests(paths: Iterable[Path]) -> list[dict[str, object]]:
+    """Every YAML document in the given files and directories (``*.yaml``, ``*.yml``)."""
+    docs: list[dict[str, object]] = []
+    for path in paths:
+        files = sorted([*path.glob("*.yaml"), *path.glob("*.yml")]) if path.is_dir() else [path] if path.exists() else []
+        for file in files:
+            for doc in yaml.safe_load_all(file.read_text()):
+                if isinstance(doc, dict):
+                    docs.append(doc)
+    return docs
+
+
+class APIServer:
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        history_size: int = 10_000,
+        bookmark_period: float = 5.0,
+        pod_termination: str | PodTermination = PodTermination.GRACEFUL,
+        max_pod_grace_seconds: float | None = None,
+        compaction_interval: float = 300.0,
+        crd_dirs: Iterable[Path | str] = (),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.bookmark_period = bookmark_period
+        self.compaction_interval = compaction_interval
+        self.crd_dirs = [Path(p) for p in crd_dirs]
+        self.registry = Registry(builtin_kinds())
+        self.store_state = Store(self.registry, history_size=history_size)
+        self.api = ObjectAPI(self.store_state, clock)
+        self.faults = Faults()
+        self.disruption = DisruptionController(self.api, clock)
+        self.namespaces = NamespaceController(self.api)
+        self.crds = CRDController(self.api)
+        self.kubelet = EmulatedKubelet(self.api, PodTermination(pod_termination), max_pod_grace_seconds)
+        self.api.behaviors[("", "pods")] = PodBehavior()
+        self.api.behaviors[("", "namespaces")] = NamespaceBehavior()
+        self.api.behaviors[("apiextensions.k8s.io", "customresourcedefinitions")] = CRDBehavior()
+        self.api.namespace_check = self.namespaces.admit
+        self.store_state.hooks.extend(
+            [self.crds.on_change, self.namespaces.on_change, self.disruption.on_change, self.kubelet.on_change]
+        )
+        self.store = StoreClient(self.api, self.disruption)
+        self.frontend = Frontend(self)
+        self.controls = Controls(self)
+        self.scale = ScaleSubresource(self)
+        self._runner: web.AppRunner | None = None
+        self._compactor: asyncio.Task[None] | None = None
+        self._bootstrap()
+
+    def _bootstrap(self) -> None:
+        namespaces = self.registry.view("", "v1", "namespaces")
+        assert namespaces is not None
+        for name in INITIAL_NAMESPACES:
+            self.api.create(namespaces, None, {"metadata": {"name": name}})
+        crds = self.registry.view("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        assert crds is not None
+        for doc in load_manifests(self.crd_dirs):
+            if doc.get("kind") == "CustomResourceDefinition":
+                self.api.create(crds, None, doc)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> APIServer:
+        app = web.Application(middlewares=[self.frontend.middleware], client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.frontend.handle)
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, shutdown_timeout=0.5)
+        await site.start()
+        server = site._server
+        if self.port == 0 and server is not None:
+            sockets = getattr(server, "sockets", None) or []
+            self.port = sockets[0].getsockname()[1]
+        if self.compaction_interval > 0:
+            self._compactor = asyncio.get_running_loop().create_task(self._compact_periodically())
+        return self
+
+    async def stop(self) -> None:
+        if self._compactor is not None:
+            self._compactor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._compactor
+            self._compactor = None
+        self.kubelet.cancel_all()
+        self.namespaces.cancel_all()
+        self.crds.cancel_all()
+        self.drop_watches(abrupt=False)
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> APIServer:
+        return await self.start()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def _compact_periodically(self) -> None:
+        previous = self.store_state.rv
+        while True:
+            await asyncio.sleep(self.compaction_interval)
+            self.store_state.compact(previous, keep_watch_window=True)
+            previous = self.store_state.rv
+
+    # ------------------------------------------------------------------ controls
+
+    def drop_watches(self, *, abrupt: bool = True) -> int:
+        """End every open watch stream (abruptly: the connection is cut)."""
+        watchers = list(self.store_state.watchers())
+        for watcher in watchers:
+            watcher.close(abrupt=abrupt)
+        return len(watchers)
+
+    def compact(self, resource_version: int | None = None) -> int:
+        """Forget history up to `resource_version` (default: now): older watches and
+        continue tokens get 410 from here on."""
+        return self.store_state.compact(resource_version)
+
+    def write_kubeconfig(self, path: Path | str, *, namespace: str = "default") -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "karpy-sandbox", "cluster": {"server": self.url}}],
+            "users": [{"name": "karpy-sandbox", "user": {}}],
+            "contexts": [{
+                "name": "karpy-sandbox",
+                "context": {"cluster": "karpy-sandbox", "user": "karpy-sandbox", "namespace": namespace},
+            }],
+            "current-context": "karpy-sandbox",
+            "preferences": {},
+        }
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
+
+__all__ = ["APIServer", "errors"]

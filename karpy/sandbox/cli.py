@@ -1,0 +1,114 @@
+"""`karpy sandbox`: a local emulated cluster.
+
+Sub-commands (each a function pair below, registered in `SUBCOMMANDS`):
+
+- ``karpy sandbox apiserver --port N [--crds DIR ...] [--kubeconfig PATH]``: the API
+  server emulator alone; prints the kubeconfig path as the first line of stdout and
+  serves until SIGINT/SIGTERM.
+- ``karpy sandbox run``: what ``make run`` starts: the emulator with karpy's CRDs,
+  a kubeconfig, and an example kubectl command. (It grows into the full demo.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from karpy.errors import UsageError
+
+REPO_CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
+
+
+def _add_apiserver_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free port)")
+    parser.add_argument(
+        "--crds", action="append", type=Path, default=None, metavar="DIR",
+        help=f"directory or file of CRD manifests to load (repeatable; default {REPO_CRDS})",
+    )
+    parser.add_argument("--kubeconfig", type=Path, default=None, help="where to write the kubeconfig")
+    parser.add_argument(
+        "--pod-termination", choices=("immediate", "graceful", "manual"), default="graceful",
+        help="who finishes graceful pod deletions (default: the emulator, after the grace period)",
+    )
+    parser.add_argument("--bookmark-period", type=float, default=5.0, help="seconds between watch BOOKMARKs")
+    parser.add_argument("--history-size", type=int, default=10_000, help="watch history per resource")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every request (debug)")
+
+
+async def _serve(args: argparse.Namespace, banner: Callable[[Path], None]) -> int:
+    from karpy.sandbox.apiserver import APIServer
+
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        raise UsageError(f"--host {args.host}: the emulator only listens on loopback")
+    crd_dirs = args.crds if args.crds is not None else [REPO_CRDS]
+    for path in crd_dirs:
+        if args.crds is not None and not path.exists():
+            raise UsageError(f"--crds {path}: no such file or directory")
+    server = APIServer(
+        host=args.host, port=args.port, crd_dirs=crd_dirs, pod_termination=args.pod_termination,
+        bookmark_period=args.bookmark_period, history_size=args.history_size,
+    )
+    try:
+        await server.start()
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+    kubeconfig = args.kubeconfig or Path(tempfile.mkdtemp(prefix="karpy-sandbox-")) / "kubeconfig"
+    server.write_kubeconfig(kubeconfig)
+    banner(kubeconfig)
+    sys.stdout.flush()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+    return 0
+
+
+def _apiserver(args: argparse.Namespace) -> int:
+    def banner(kubeconfig: Path) -> None:
+        print(kubeconfig)
+
+    return asyncio.run(_serve(args, banner))
+
+
+def _run(args: argparse.Namespace) -> int:
+    def banner(kubeconfig: Path) -> None:
+        print(kubeconfig)
+        print(f"API server emulator ready; try:\n  kubectl --kubeconfig {kubeconfig} get nodepools")
+        print("Ctrl-C to stop.")
+
+    return asyncio.run(_serve(args, banner))
+
+
+SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
+    "apiserver": ("run the kube-apiserver emulator", _add_apiserver_arguments, _apiserver),
+    "run": ("run the sandbox cluster (what `make run` starts)", _add_apiserver_arguments, _run),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="sandbox_command", metavar="SUBCOMMAND")
+    for name, (help_text, add, _) in SUBCOMMANDS.items():
+        add(sub.add_parser(name, help=help_text, description=help_text))
+
+
+def run(args: argparse.Namespace) -> int:
+    name = getattr(args, "sandbox_command", None)
+    if name is None:
+        raise UsageError(f"a subcommand is required: {', '.join(SUBCOMMANDS)}")
+    logging.basicConfig(
+        level=logging.DEBUG if getattr(args, "verbose", False) else logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+    return SUBCOMMANDS[name][2](args)
