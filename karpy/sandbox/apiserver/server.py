@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 
+import orjson
 import yaml
 from aiohttp import web
 
@@ -39,16 +40,34 @@ from karpy.sandbox.apiserver.pods import EmulatedKubelet, PodBehavior, PodTermin
 from karpy.sandbox.apiserver.store import Store
 
 
+_PARSED: dict[tuple[Path, float], bytes] = {}
+
+
+def _documents(file: Path) -> list[dict[str, object]]:
+    """A file's YAML documents; parsed once per file version (tests start many servers)."""
+    key = (file.resolve(), file.stat().st_mtime)
+    if key not in _PARSED:
+        docs = [d for d in yaml.load_all(file.read_text(), Loader=_LOADER) if isinstance(d, dict)]
+        _PARSED[key] = orjson.dumps(docs)
+    loaded: list[dict[str, object]] = orjson.loads(_PARSED[key])
+    return loaded
+
+
 def load_manifests(paths: Iterable[Path]) -> list[dict[str, object]]:
-    """Every YAML document in the given files and directories (``*.yaml``, ``*.yml``)."""
+    """Every YAML document in the given files and directories (``*.yaml``, ``*.yml``);
+    a missing directory holds none."""
     docs: list[dict[str, object]] = []
     for path in paths:
-        files = sorted([*path.glob("*.yaml"), *path.glob("*.yml")]) if path.is_dir() else [path] if path.exists() else []
+        if path.is_dir():
+            files = sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
+        else:
+            files = [path] if path.exists() else []
         for file in files:
-            for doc in yaml.safe_load_all(file.read_text()):
-                if isinstance(doc, dict):
-                    docs.append(doc)
+            docs.extend(_documents(file))
     return docs
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class APIServer:
@@ -113,9 +132,9 @@ class APIServer:
     async def start(self) -> APIServer:
         app = web.Application(middlewares=[self.frontend.middleware], client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self.frontend.handle)
-        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, shutdown_timeout=0.5)
+        site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
         server = site._server
         if self.port == 0 and server is not None:

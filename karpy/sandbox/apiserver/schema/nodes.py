@@ -1,0 +1,351 @@
+"""The compiled form of an ``openAPIV3Schema``: one `SchemaNode` per schema object.
+
+A CRD's schema is walked once, when the CRD is stored. Each node keeps what the hot path
+needs, already decoded: the accepted JSON types, bounds as numbers, the ``pattern`` as a
+compiled (Go-semantics) regex, ``enum`` values, the children (``properties``, ``items``,
+``additionalProperties``), the value-validation branches (``allOf``/``anyOf``/
+``oneOf``/``not``), the Kubernetes extensions, and later the compiled CEL rules. Every
+request then validates, prunes and defaults by walking this tree, never the raw dicts.
+
+Building the tree also runs the checks kube-apiserver applies to a *structural* schema
+(``type`` everywhere on the spine, no ``uniqueItems``, consistent list extensions,
+patterns that compile); their failures are collected as `FieldError`s with paths such
+as ``openAPIV3Schema.properties[spec].properties[weight].type``, so the caller can reject
+the CRD the way a real cluster does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from karpy.apis.fielderrors import FieldError
+from karpy.sandbox.apiserver.schema.regex import RegexError, compile_go_regex
+
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Mapping
+
+    from karpy.sandbox.apiserver.schema.rules import CompiledRule
+
+__all__ = ["JSON_TYPES", "SchemaNode", "build_tree"]
+
+JSON_TYPES = ("array", "boolean", "integer", "number", "object", "string")
+_LIST_TYPES = ("atomic", "map", "set")
+_MAP_TYPES = ("atomic", "granular")
+_NO_DEFAULT = object()
+
+
+@attrs.define(slots=True, eq=False)
+class SchemaNode:
+    """One schema object, decoded. Filled in once by `build_tree` (and the rule compiler
+    for `rules`); read-only afterwards."""
+
+    path: str
+    type: str = ""
+    types: tuple[str, ...] = ()
+    format: str = ""
+    nullable: bool = False
+    default: Any = _NO_DEFAULT
+    enum: tuple[Any, ...] | None = None
+    properties: dict[str, SchemaNode] = attrs.Factory(dict)
+    required: tuple[str, ...] = ()
+    additional: SchemaNode | None = None
+    additional_allowed: bool | None = None
+    items: SchemaNode | None = None
+    max_length: int | None = None
+    min_length: int | None = None
+    pattern: str = ""
+    pattern_re: re.Pattern[str] | None = None
+    max_items: int | None = None
+    min_items: int | None = None
+    unique_items: bool = False
+    max_properties: int | None = None
+    min_properties: int | None = None
+    maximum: float | None = None
+    exclusive_maximum: bool = False
+    minimum: float | None = None
+    exclusive_minimum: bool = False
+    multiple_of: float | None = None
+    all_of: tuple[SchemaNode, ...] = ()
+    any_of: tuple[SchemaNode, ...] = ()
+    one_of: tuple[SchemaNode, ...] = ()
+    not_: SchemaNode | None = None
+    preserve_unknown: bool = False
+    embedded: bool = False
+    int_or_string: bool = False
+    list_type: str | None = None
+    list_map_keys: tuple[str, ...] = ()
+    map_type: str | None = None
+    raw_rules: tuple[Mapping[str, Any], ...] = ()
+    rules: tuple[CompiledRule, ...] = ()
+    # True when the subtree holds CEL rules (lets validation skip rule-free branches).
+    has_rules: bool = False
+    # True when the subtree holds defaults (lets defaulting skip default-free branches).
+    has_defaults: bool = False
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not _NO_DEFAULT
+
+    def child(self, key: str) -> SchemaNode | None:
+        """The schema of property or map entry ``key`` (None if undeclared)."""
+        node = self.properties.get(key)
+        if node is not None:
+            return node
+        return self.additional
+
+
+def _int(value: Any) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    return int(value)
+
+
+def _number(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    return value if isinstance(value, int) else float(value)
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.errors: list[FieldError] = []
+
+    def build(self, raw: Mapping[str, Any], path: str, *, spine: bool, what: str) -> SchemaNode:
+        node = SchemaNode(path)
+        node.type = str(raw.get("type") or "")
+        node.format = str(raw.get("format") or "")
+        node.nullable = bool(raw.get("nullable", False))
+        if raw.get("default") is not None:
+            node.default = raw["default"]
+        if raw.get("enum") is not None:
+            node.enum = tuple(raw["enum"])
+        node.required = tuple(raw.get("required") or ())
+        node.max_length = _int(raw.get("maxLength"))
+        node.min_length = _int(raw.get("minLength"))
+        node.max_items = _int(raw.get("maxItems"))
+        node.min_items = _int(raw.get("minItems"))
+        node.max_properties = _int(raw.get("maxProperties"))
+        node.min_properties = _int(raw.get("minProperties"))
+        node.maximum = _number(raw.get("maximum"))
+        node.minimum = _number(raw.get("minimum"))
+        node.exclusive_maximum = bool(raw.get("exclusiveMaximum", False))
+        node.exclusive_minimum = bool(raw.get("exclusiveMinimum", False))
+        node.multiple_of = _number(raw.get("multipleOf"))
+        node.unique_items = bool(raw.get("uniqueItems", False))
+        node.preserve_unknown = bool(raw.get("x-kubernetes-preserve-unknown-fields", False))
+        node.embedded = bool(raw.get("x-kubernetes-embedded-resource", False))
+        node.int_or_string = bool(raw.get("x-kubernetes-int-or-string", False))
+        node.list_type = raw.get("x-kubernetes-list-type")
+        node.list_map_keys = tuple(raw.get("x-kubernetes-list-map-keys") or ())
+        node.map_type = raw.get("x-kubernetes-map-type")
+        node.raw_rules = tuple(raw.get("x-kubernetes-validations") or ())
+        node.types = ("integer", "string") if node.int_or_string else (
+            (node.type,) if node.type else ()
+        )
+        pattern = raw.get("pattern")
+        if pattern:
+            node.pattern = str(pattern)
+            try:
+                node.pattern_re = compile_go_regex(node.pattern)
+            except RegexError as err:
+                self.errors.append(
+                    FieldError.invalid(
+                        f"{path}.pattern",
+                        node.pattern,
+                        f"must be a valid regular expression, but isn't: {err}",
+                    )
+                )
+
+        for name, child in (raw.get("properties") or {}).items():
+            node.properties[name] = self.build(
+                child, f"{path}.properties[{name}]", spine=spine, what="object fields"
+            )
+        items = raw.get("items")
+        if isinstance(items, dict):
+            node.items = self.build(items, f"{path}.items", spine=spine, what="array items")
+        elif items is not None:
+            self.errors.append(
+                FieldError.forbidden(f"{path}.items", "items must be a schema object and not an array")
+            )
+        additional = raw.get("additionalProperties")
+        if isinstance(additional, dict):
+            node.additional = self.build(
+                additional, f"{path}.additionalProperties", spine=spine, what="object fields"
+            )
+        elif isinstance(additional, bool):
+            node.additional_allowed = additional
+        for keyword in ("allOf", "anyOf", "oneOf"):
+            branches = tuple(
+                self.build(b, f"{path}.{keyword}[{i}]", spine=False, what="")
+                for i, b in enumerate(raw.get(keyword) or ())
+            )
+            setattr(node, {"allOf": "all_of", "anyOf": "any_of", "oneOf": "one_of"}[keyword], branches)
+        if raw.get("not") is not None:
+            node.not_ = self.build(raw["not"], f"{path}.not", spine=False, what="")
+
+        if spine:
+            self.check_structural(node, raw, what)
+        node.has_defaults = node.has_default or any(
+            c.has_defaults for c in (*node.properties.values(), node.items, node.additional) if c
+        )
+        return node
+
+    def check_structural(self, node: SchemaNode, raw: Mapping[str, Any], what: str) -> None:
+        path = node.path
+        errors = self.errors
+        if node.type and node.type not in JSON_TYPES:
+            errors.append(FieldError.not_supported(f"{path}.type", node.type, list(JSON_TYPES)))
+        if node.int_or_string and node.type:
+            errors.append(
+                FieldError.invalid(
+                    f"{path}.type", node.type, "must be empty if x-kubernetes-int-or-string is true"
+                )
+            )
+        if not node.type and not node.int_or_string and not node.preserve_unknown:
+            detail = f"must not be empty for specified {what}" if what else "must not be empty"
+            errors.append(FieldError.required(f"{path}.type", detail))
+        if node.unique_items:
+            errors.append(
+                FieldError.forbidden(
+                    f"{path}.uniqueItems",
+                    "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+                )
+            )
+        if node.properties and (node.additional is not None or node.additional_allowed is False):
+            errors.append(
+                FieldError.forbidden(
+                    f"{path}.additionalProperties",
+                    "additionalProperties and properties are mutual exclusive",
+                )
+            )
+        if node.type == "array" and node.items is None:
+            errors.append(
+                FieldError.required(f"{path}.items", "must be specified for type array")
+            )
+        if node.embedded and node.type != "object":
+            errors.append(
+                FieldError.invalid(
+                    f"{path}.type", node.type, "must be object if x-kubernetes-embedded-resource is true"
+                )
+            )
+        self.check_list_extensions(node)
+        if node.map_type is not None:
+            if node.map_type not in _MAP_TYPES:
+                errors.append(
+                    FieldError.not_supported(f"{path}.x-kubernetes-map-type", node.map_type, list(_MAP_TYPES))
+                )
+            elif node.type != "object":
+                errors.append(
+                    FieldError.invalid(
+                        f"{path}.type", node.type, "must be object if x-kubernetes-map-type is specified"
+                    )
+                )
+
+    def check_list_extensions(self, node: SchemaNode) -> None:
+        path = node.path
+        errors = self.errors
+        if node.list_type is None:
+            if node.list_map_keys:
+                errors.append(
+                    FieldError.forbidden(
+                        f"{path}.x-kubernetes-list-map-keys",
+                        "must not be set if x-kubernetes-list-type is not map",
+                    )
+                )
+            return
+        if node.list_type not in _LIST_TYPES:
+            errors.append(
+                FieldError.not_supported(f"{path}.x-kubernetes-list-type", node.list_type, list(_LIST_TYPES))
+            )
+            return
+        if node.type != "array":
+            errors.append(
+                FieldError.invalid(
+                    f"{path}.type", node.type, "must be array if x-kubernetes-list-type is specified"
+                )
+            )
+            return
+        items = node.items
+        if node.list_type == "set" and items is not None:
+            if items.type == "object" and items.map_type != "atomic":
+                errors.append(
+                    FieldError.invalid(
+                        f"{path}.items.x-kubernetes-map-type",
+                        items.map_type or "",
+                        "must be atomic as item of a list with x-kubernetes-list-type=set",
+                    )
+                )
+            if items.type == "array" and items.list_type != "atomic":
+                errors.append(
+                    FieldError.invalid(
+                        f"{path}.items.x-kubernetes-list-type",
+                        items.list_type or "",
+                        "must be atomic as item of a list with x-kubernetes-list-type=set",
+                    )
+                )
+        if node.list_type != "map":
+            if node.list_map_keys:
+                errors.append(
+                    FieldError.forbidden(
+                        f"{path}.x-kubernetes-list-map-keys",
+                        "must not be set if x-kubernetes-list-type is not map",
+                    )
+                )
+            return
+        if not node.list_map_keys:
+            errors.append(
+                FieldError.required(
+                    f"{path}.x-kubernetes-list-map-keys",
+                    "must not be empty if x-kubernetes-list-type is map",
+                )
+            )
+        if items is None or items.type != "object":
+            errors.append(
+                FieldError.invalid(
+                    f"{path}.items.type",
+                    items.type if items else "",
+                    "must be object if parent array's x-kubernetes-list-type is map",
+                )
+            )
+            return
+        for key in node.list_map_keys:
+            key_node = items.properties.get(key)
+            if key_node is None:
+                errors.append(
+                    FieldError.invalid(
+                        f"{path}.x-kubernetes-list-map-keys",
+                        list(node.list_map_keys),
+                        "entries must all be names of item properties",
+                    )
+                )
+                continue
+            if key_node.type not in ("string", "integer", "number", "boolean") and not key_node.int_or_string:
+                errors.append(
+                    FieldError.invalid(
+                        f"{path}.items.properties[{key}].type",
+                        key_node.type,
+                        "must be a scalar type if parent array's x-kubernetes-list-type is map",
+                    )
+                )
+            if key not in items.required and not key_node.has_default:
+                errors.append(
+                    FieldError.required(
+                        f"{path}.items.properties[{key}]",
+                        "all map keys must be required or have a default value",
+                    )
+                )
+
+
+def build_tree(openapi_v3_schema: Mapping[str, Any]) -> tuple[SchemaNode, list[FieldError]]:
+    """The compiled tree of ``openapi_v3_schema`` and the structural-schema violations
+    found on the way (empty when the CRD is acceptable so far)."""
+    builder = _Builder()
+    root = builder.build(openapi_v3_schema, "openAPIV3Schema", spine=True, what="")
+    if root.type and root.type != "object":
+        builder.errors.append(
+            FieldError.invalid("openAPIV3Schema.type", root.type, "must be object at the root")
+        )
+    return root, builder.errors
