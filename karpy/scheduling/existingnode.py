@@ -1,0 +1,132 @@
+"""Capacity that already exists: registered nodes and in-flight NodeClaims.
+
+An existing node cannot change shape, so the order of checks in `can_add` (Karpenter's
+``ExistingNode.CanAdd``) puts the cheap, likely failures first: taints, host ports, then
+whether the pod's requests fit what is left (allocatable minus bound pods minus the
+DaemonSet pods still expected), then label requirements (no undefined labels allowed: the
+node's labels are all there is), volume topology and finally topology.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from karpy.apis.labels import LABEL_HOSTNAME
+from karpy.scheduling.nodeclaim import (
+    HOST_PORTS,
+    REQUIREMENTS,
+    RESOURCES,
+    TAINTS,
+    TOPOLOGY,
+    VOLUMES,
+    Plan,
+    Rejection,
+    host_ports_conflict,
+)
+from karpy.scheduling.requirements import Requirements
+from karpy.scheduling.resources import fits
+from karpy.scheduling.taints import first_untolerated
+
+if TYPE_CHECKING:
+    from karpy.apis.core import Taint
+    from karpy.scheduling.algebra import RequirementAlgebra
+    from karpy.scheduling.nodes import ClusterNode
+    from karpy.scheduling.pods import HostPort, Pod
+    from karpy.scheduling.resources import ResourceList
+    from karpy.scheduling.shapes import PodShape
+    from karpy.scheduling.topology import Topology
+
+__all__ = ["ExistingNode"]
+
+_NONE: frozenset[str] = frozenset()
+
+
+class ExistingNode:
+    __slots__ = (
+        "host_ports",
+        "hostname",
+        "index",
+        "node",
+        "pods",
+        "remaining",
+        "requirements",
+        "shapes",
+        "taints",
+    )
+
+    def __init__(
+        self,
+        node: ClusterNode,
+        index: int,
+        remaining: ResourceList,
+        host_ports: list[HostPort],
+    ) -> None:
+        self.node = node
+        self.index = index
+        self.hostname = node.hostname
+        self.taints: tuple[Taint, ...] = node.taints
+        self.requirements = Requirements.from_labels(
+            {k: v for k, v in node.labels.items() if k != LABEL_HOSTNAME}
+        )
+        self.remaining = remaining
+        self.host_ports = host_ports
+        self.pods: list[Pod] = []
+        self.shapes: list[PodShape] = []
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    def can_add(
+        self, shape: PodShape, *, algebra: RequirementAlgebra, topology: Topology
+    ) -> Plan | Rejection:
+        if self.taints:
+            taint = first_untolerated(self.taints, shape.tolerations)
+            if taint is not None:
+                return Rejection(TAINTS, taint)
+        if shape.host_ports and host_ports_conflict(shape.host_ports, self.host_ports):
+            return Rejection(HOST_PORTS)
+        if not fits(shape.requests, self.remaining):
+            return Rejection(RESOURCES)
+        merged = algebra.merge(self.requirements, shape.requirements, _NONE)
+        if not isinstance(merged, Requirements):
+            return Rejection(REQUIREMENTS, merged)
+        last: Rejection | None = None
+        for volume in shape.volume_alternatives or (None,):
+            reqs = merged
+            if volume is not None:
+                host = volume.find(LABEL_HOSTNAME)
+                if host is not None:
+                    if not host.has(self.hostname):
+                        last = Rejection(VOLUMES, f"volume requires {host.render()}")
+                        continue
+                    volume = volume.without(LABEL_HOSTNAME)
+                with_volume = algebra.merge(reqs, volume, _NONE)
+                if not isinstance(with_volume, Requirements):
+                    last = Rejection(VOLUMES, with_volume)
+                    continue
+                reqs = with_volume
+            narrowed = topology.allowed_domains(shape, self.taints, reqs, self.hostname)
+            if not isinstance(narrowed, tuple):
+                last = Rejection(TOPOLOGY, narrowed)
+                continue
+            if narrowed:
+                topo = algebra.narrow(reqs, narrowed, _NONE)
+                if not isinstance(topo, Requirements):
+                    last = Rejection(TOPOLOGY, topo)
+                    continue
+                reqs = topo
+            return Plan(reqs)
+        assert last is not None
+        return last
+
+    def add(self, pod: Pod, shape: PodShape, plan: Plan, topology: Topology) -> None:
+        self.pods.append(pod)
+        self.shapes.append(shape)
+        remaining = self.remaining
+        for name, value in shape.requests.items():
+            remaining[name] = remaining.get(name, 0) - value
+        self.requirements = plan.requirements
+        topology.record(shape, self.taints, plan.requirements, self.hostname)
+        if shape.host_ports:
+            self.host_ports.extend(shape.host_ports)

@@ -1,0 +1,252 @@
+"""Why a pod could not be placed, in one line per NodePool.
+
+The hot path of the solver only records *that* a node refused a pod. For pods still
+unplaced when the round ends, `Explainer` replays the decision once per pod shape, with
+every preference relaxed (the form in which the pod was last tried), against a fresh
+NodeClaim of each NodePool, and reports the first constraint that failed there:
+
+* ``incompatible with nodepool "gpu": node selector karpenter.k8s.aws/instance-family=p5
+  not in [g5]`` - a requirement conflict, or a label no NodePool or provider defines;
+* ``incompatible with nodepool "infra": did not tolerate taint dedicated=infra:NoSchedule``;
+* ``no instance type has 300Gi memory after overhead (largest: r5a.8xlarge, 239554Mi
+  allocatable)`` - for resources, the closest instance type and its allocatable;
+* topology, volume topology, host ports, limits and ``minValues`` failures likewise.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from karpy.scheduling.nodeclaim import (
+    HOST_PORTS,
+    INSTANCE_TYPES,
+    MIN_VALUES,
+    REQUIREMENTS,
+    RESOURCES,
+    TAINTS,
+    TOPOLOGY,
+    VOLUMES,
+    Plan,
+    Rejection,
+)
+from karpy.scheduling.quantity import format_resource
+from karpy.scheduling.requirements import RequirementConflict, Requirements, UndefinedLabel
+from karpy.scheduling.resources import merge, render_resources
+from karpy.scheduling.results import PoolReason, UnschedulableReason
+from karpy.scheduling.taints import Taint, render_taint
+from karpy.scheduling.topology import TopologyFailure
+
+if TYPE_CHECKING:
+    from karpy.scheduling.context import PoolCandidates
+    from karpy.scheduling.index import InstanceTypeIndex
+    from karpy.scheduling.nodeclaim import NewNodeClaim
+    from karpy.scheduling.shapes import PodShape
+    from karpy.scheduling.solver import Scheduler
+
+__all__ = ["Explainer", "describe_incompatibility"]
+
+
+def _values(values: frozenset[str]) -> str:
+    items = sorted(values)
+    if len(items) > 5:
+        items = [*items[:5], f"and {len(items) - 5} more"]
+    return "[" + ", ".join(items) + "]"
+
+
+def _source(key: str, shape: PodShape | None) -> str:
+    if shape is not None and any(k == key for k, _ in shape.node_selector):
+        return "node selector"
+    return "node affinity"
+
+
+def describe_incompatibility(
+    problem: UndefinedLabel | RequirementConflict,
+    shape: PodShape | None = None,
+    what: str = "nodepool",
+) -> str:
+    """A requirement problem in words, from the pod's point of view."""
+    if isinstance(problem, UndefinedLabel):
+        return (
+            f"{_source(problem.key, shape)} requires label {problem.key}, which neither the "
+            f"{what} nor the provider's well-known labels define"
+        )
+    key, wanted, have = problem.key, problem.incoming, problem.existing
+    op = wanted.operator
+    if op == "In" and len(wanted.values) == 1 and wanted.gte is None and wanted.lte is None:
+        asked = f"{key}={next(iter(wanted.values))}"
+    else:
+        asked = wanted.render()
+    have_op = have.operator
+    if have_op == "In" and have.gte is None and have.lte is None:
+        allowed = f"not in {_values(have.values)}"
+    elif have_op == "DoesNotExist":
+        allowed = f"but the {what} requires {key} to be absent"
+    else:
+        allowed = f"conflicts with {have.render()}"
+    return f"{_source(key, shape)} {asked} {allowed}"
+
+
+class Explainer:
+    __slots__ = ("_by_shape", "_scheduler")
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+        self._by_shape: dict[int, UnschedulableReason] = {}
+
+    def explain(self, shape: PodShape) -> UnschedulableReason:
+        cached = self._by_shape.get(id(shape))
+        if cached is not None:
+            return cached
+        reason = self._explain(self._fully_relaxed(shape))
+        self._by_shape[id(shape)] = reason
+        return reason
+
+    def _fully_relaxed(self, shape: PodShape) -> PodShape:
+        scheduler = self._scheduler
+        while True:
+            relaxed = shape.relax(scheduler.tolerate_prefer_no_schedule, scheduler.policy)
+            if relaxed is None:
+                return shape
+            scheduler.topology.prepare(relaxed)
+            shape = relaxed
+
+    def _explain(self, shape: PodShape) -> UnschedulableReason:
+        context = self._scheduler.context
+        if not context.pools:
+            if context.skipped:
+                reasons = tuple(
+                    PoolReason(s.template.nodepool, "instance types", s.reason)
+                    for s in context.skipped
+                )
+                return UnschedulableReason(pools=reasons)
+            if context.templates:
+                return UnschedulableReason(message="no ready nodepools")
+            return UnschedulableReason(message="no nodepools found")
+        return UnschedulableReason(pools=tuple(self._pool(pool, shape) for pool in context.pools))
+
+    def _pool(self, pool: PoolCandidates, shape: PodShape) -> PoolReason:
+        scheduler = self._scheduler
+        name = pool.template.nodepool
+        claim = scheduler.fresh_claim(pool)
+        if isinstance(claim, Rejection):
+            return PoolReason(name, "limits", str(claim.detail))
+        result = claim.can_add(
+            shape,
+            algebra=scheduler.algebra,
+            topology=scheduler.topology,
+            index=scheduler.context.index,
+            well_known=scheduler.well_known,
+            relax_min_values=scheduler.relax_min_values,
+        )
+        if isinstance(result, Plan):
+            return PoolReason(
+                name,
+                "ordering",
+                "a new node would fit now, but not when the pod was tried (it depends on "
+                "other pods placed in this round)",
+            )
+        return PoolReason(name, result.kind, self._message(result, claim, shape))
+
+    def _message(self, rejection: Rejection, claim: NewNodeClaim, shape: PodShape) -> str:
+        detail = rejection.detail
+        kind = rejection.kind
+        if kind == TAINTS and isinstance(detail, Taint):
+            return f"did not tolerate taint {render_taint(detail)}"
+        if kind == REQUIREMENTS and isinstance(detail, UndefinedLabel | RequirementConflict):
+            return describe_incompatibility(detail, shape)
+        if kind == VOLUMES:
+            if isinstance(detail, UndefinedLabel | RequirementConflict):
+                return "volume topology: " + describe_incompatibility(detail, None, "node")
+            return f"volume topology: {detail}"
+        if kind == TOPOLOGY:
+            if isinstance(detail, TopologyFailure):
+                return detail.render()
+            if isinstance(detail, UndefinedLabel | RequirementConflict):
+                return "topology: " + describe_incompatibility(detail, None)
+        if kind == HOST_PORTS:
+            return "host port conflict"
+        if kind in (INSTANCE_TYPES, RESOURCES, MIN_VALUES):
+            return self._instance_types(claim, shape)
+        return kind
+
+    def _instance_types(self, claim: NewNodeClaim, shape: PodShape) -> str:
+        scheduler = self._scheduler
+        index = scheduler.context.index
+        reqs = scheduler.algebra.merge(claim.requirements, shape.requirements, scheduler.well_known)
+        if not isinstance(reqs, Requirements):
+            return describe_incompatibility(reqs, shape)
+        options = claim.options
+        for key in sorted(reqs.keys()):
+            narrowed = options & index.requirement_mask(reqs[key])
+            if not narrowed:
+                return (
+                    f"no instance type of the nodepool matches {reqs[key].render()} "
+                    f"({_count(options)} candidates)"
+                )
+            options = narrowed
+        offered = options & index.offering_mask(reqs)
+        if not offered:
+            return f"no available offering for {_offer_terms(reqs)}"
+        overheads = [g.overhead for g in claim.daemon_groups if g.mask & offered] or [{}]
+        overhead = min(overheads, key=lambda o: sum(o.values()))
+        requests = merge(shape.requests, overhead)
+        message = _resources_message(index, offered, requests)
+        if message:
+            return message
+        for key, req in sorted(reqs.items()):
+            if req.min_values is not None:
+                fits = offered & index.fits_mask(requests)
+                have = len(index.values_for(fits, key))
+                if have < req.min_values:
+                    return (
+                        f"minValues requirement is not met for label {key} "
+                        f"({have} of {req.min_values} values)"
+                    )
+        return f"no instance type satisfies requirements, resources and offerings together ({render_resources(requests)})"
+
+
+def _count(mask: int) -> int:
+    return mask.bit_count()
+
+
+def _offer_terms(reqs: Requirements) -> str:
+    parts = [
+        reqs[k].render()
+        for k in ("topology.kubernetes.io/zone", "karpenter.sh/capacity-type")
+        if k in reqs
+    ]
+    return ", ".join(parts) or "any zone and capacity type"
+
+
+def _resources_message(index: InstanceTypeIndex, mask: int, requests: dict[str, int]) -> str:
+    for name in sorted(requests):
+        value = requests[name]
+        if value <= 0:
+            continue
+        if mask & index.fits_mask({name: value}):
+            continue
+        largest = index.largest(mask, name)
+        needed = format_resource(name, value)
+        if largest is None or largest.allocatable.get(name, 0) == 0:
+            return f"no instance type has {needed} {name}: none offers {name}"
+        have = format_resource(name, largest.allocatable.get(name, 0))
+        return (
+            f"no instance type has {needed} {name} after overhead "
+            f"(largest: {largest.name}, {have} allocatable)"
+        )
+    if mask & index.fits_mask(requests):
+        return ""
+    best = None
+    best_score = -1.0
+    for it in index.members(mask):
+        score = min(
+            (it.allocatable.get(n, 0) / v for n, v in requests.items() if v > 0), default=0.0
+        )
+        if score > best_score:
+            best, best_score = it, score
+    closest = (
+        f" (closest: {best.name}, {render_resources({k: best.allocatable.get(k, 0) for k in requests})} allocatable)"
+        if best is not None
+        else ""
+    )
+    return f"no instance type has {render_resources(requests)} after overhead{closest}"

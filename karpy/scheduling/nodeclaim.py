@@ -1,0 +1,265 @@
+"""A NodeClaim being planned in this round: pods packed so far and what it could launch as.
+
+A planned NodeClaim starts from a NodePool template with every instance type the pool may
+launch (``options``, a bitset) and narrows as pods join: their requirements intersect the
+claim's, topology may pin a zone, their requests add up, and ``options`` keeps the types
+that still satisfy everything. `can_add` is Karpenter's ``NodeClaim.CanAdd``, in its order:
+
+1. the pod tolerates the pool's taints;
+2. the pod's requirements are compatible with the claim's (undefined well-known labels
+   allowed: instance types define them);
+3. for each volume-topology alternative: volume requirements, then the domains topology
+   allows, then the instance types that satisfy the requirements, have an available
+   offering, fit the requests plus their DaemonSet overhead, have no host-port conflict,
+   and still cover the ``minValues`` of every requirement.
+
+Only types whose requirement keys changed are re-filtered (the options already satisfy the
+rest), so a step costs a few bitset ANDs. A failed `can_add` returns a small rejection
+value; the human explanation is produced later, once per unschedulable pod shape.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_ZONE
+from karpy.scheduling.instancetypes import RESERVATION_ID_LABEL
+from karpy.scheduling.requirements import Requirements
+from karpy.scheduling.taints import first_untolerated
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from karpy.apis.core import Taint
+    from karpy.scheduling.algebra import Incompatible, RequirementAlgebra
+    from karpy.scheduling.context import PoolCandidates
+    from karpy.scheduling.daemonsets import DaemonOverheadGroup
+    from karpy.scheduling.index import InstanceTypeIndex
+    from karpy.scheduling.pods import HostPort, Pod
+    from karpy.scheduling.shapes import PodShape
+    from karpy.scheduling.topology import Topology, TopologyFailure
+
+__all__ = ["NewNodeClaim", "Plan", "Rejection"]
+
+_OFFERING_KEYS: Final = (LABEL_ZONE, LABEL_CAPACITY_TYPE, RESERVATION_ID_LABEL)
+
+# Rejection kinds. Those in MONOTONE can only get worse as the claim fills up, so the
+# solver may remember them per shape; topology rejections can heal as counts change.
+TAINTS: Final = "taints"
+REQUIREMENTS: Final = "requirements"
+VOLUMES: Final = "volumes"
+TOPOLOGY: Final = "topology"
+INSTANCE_TYPES: Final = "instance types"
+HOST_PORTS: Final = "host ports"
+RESOURCES: Final = "resources"
+MIN_VALUES: Final = "minValues"
+MONOTONE: Final = frozenset(
+    {TAINTS, REQUIREMENTS, VOLUMES, INSTANCE_TYPES, HOST_PORTS, RESOURCES, MIN_VALUES}
+)
+
+
+@attrs.frozen(slots=True)
+class Rejection:
+    kind: str
+    detail: Taint | Incompatible | TopologyFailure | str | None = None
+
+
+@attrs.frozen(slots=True)
+class Plan:
+    """What adding a pod would make of the node: new requirements and options."""
+
+    requirements: Requirements
+    options: int = 0
+    min_values_relaxed: bool = False
+
+
+def host_ports_conflict(ports: Sequence[HostPort], reserved: Sequence[HostPort]) -> bool:
+    return any(p.conflicts(r) for p in ports for r in reserved)
+
+
+class NewNodeClaim:
+    """Karpenter's scheduling ``NodeClaim``: a node this round would launch."""
+
+    __slots__ = (
+        "daemon_groups",
+        "host_ports",
+        "hostname",
+        "index",
+        "min_values_relaxed",
+        "options",
+        "pods",
+        "pool",
+        "requests",
+        "requirements",
+        "shapes",
+    )
+
+    def __init__(
+        self,
+        pool: PoolCandidates,
+        options: int,
+        daemon_groups: tuple[DaemonOverheadGroup, ...],
+        index: int,
+    ) -> None:
+        self.pool = pool
+        self.options = options
+        self.daemon_groups = daemon_groups
+        self.index = index
+        self.hostname = f"hostname-placeholder-{index:04d}"
+        self.requirements: Requirements = pool.template.requirements
+        self.requests: dict[str, int] = {}
+        self.pods: list[Pod] = []
+        self.shapes: list[PodShape] = []
+        self.host_ports: list[HostPort] = []
+        self.min_values_relaxed = False
+
+    @property
+    def taints(self) -> tuple[Taint, ...]:
+        return self.pool.template.taints
+
+    def can_add(
+        self,
+        shape: PodShape,
+        *,
+        algebra: RequirementAlgebra,
+        topology: Topology,
+        index: InstanceTypeIndex,
+        well_known: frozenset[str],
+        relax_min_values: bool,
+    ) -> Plan | Rejection:
+        taint = _untolerated(self.pool, shape)
+        if taint is not None:
+            return Rejection(TAINTS, taint)
+        merged = algebra.merge(self.requirements, shape.requirements, well_known)
+        if not isinstance(merged, Requirements):
+            return Rejection(REQUIREMENTS, merged)
+        if shape.host_ports and host_ports_conflict(shape.host_ports, self.host_ports):
+            return Rejection(HOST_PORTS)
+        last: Rejection | None = None
+        for volume in shape.volume_alternatives or (None,):
+            reqs = merged
+            if volume is not None:
+                reqs_or = _with_volume(algebra, reqs, volume, self.hostname, well_known)
+                if not isinstance(reqs_or, Requirements):
+                    last = Rejection(VOLUMES, reqs_or)
+                    continue
+                reqs = reqs_or
+            narrowed = topology.allowed_domains(shape, self.taints, reqs, self.hostname)
+            if not isinstance(narrowed, tuple):
+                last = Rejection(TOPOLOGY, narrowed)
+                continue
+            if narrowed:
+                topo = algebra.narrow(reqs, narrowed, well_known)
+                if not isinstance(topo, Requirements):
+                    last = Rejection(TOPOLOGY, topo)
+                    continue
+                reqs = topo
+            plan = self._filter(shape, reqs, index, relax_min_values)
+            if isinstance(plan, Plan):
+                return plan
+            last = plan
+        assert last is not None
+        return last
+
+    def _filter(
+        self, shape: PodShape, reqs: Requirements, index: InstanceTypeIndex, relax_min_values: bool
+    ) -> Plan | Rejection:
+        options = self.options
+        old = self.requirements
+        offering_changed = False
+        for key, req in reqs.items():
+            if old.find(key) is req:
+                continue
+            options &= index.requirement_mask(req)
+            if key in _OFFERING_KEYS:
+                offering_changed = True
+        if offering_changed:
+            options &= index.offering_mask(reqs)
+        if not options:
+            return Rejection(INSTANCE_TYPES)
+        totals = dict(self.requests)
+        for name, value in shape.requests.items():
+            totals[name] = totals.get(name, 0) + value
+        remaining = 0
+        ports = shape.host_ports
+        for group in self.daemon_groups:
+            candidates = options & group.mask
+            if not candidates:
+                continue
+            if ports and host_ports_conflict(ports, group.host_ports):
+                continue
+            if group.overhead:
+                needed = dict(totals)
+                for name, value in group.overhead.items():
+                    needed[name] = needed.get(name, 0) + value
+            else:
+                needed = totals
+            remaining |= candidates & index.fits_mask(needed)
+        if not remaining:
+            return Rejection(RESOURCES)
+        relaxed = False
+        if reqs.has_min_values():
+            result = _check_min_values(reqs, remaining, index, relax_min_values)
+            if result is None:
+                return Rejection(MIN_VALUES)
+            reqs, relaxed = result
+        return Plan(reqs, remaining, relaxed)
+
+    def add(
+        self, pod: Pod, shape: PodShape, plan: Plan, topology: Topology, well_known: frozenset[str]
+    ) -> None:
+        self.pods.append(pod)
+        self.shapes.append(shape)
+        self.options = plan.options
+        for name, value in shape.requests.items():
+            self.requests[name] = self.requests.get(name, 0) + value
+        self.requirements = plan.requirements
+        self.min_values_relaxed = self.min_values_relaxed or plan.min_values_relaxed
+        topology.record(shape, self.taints, plan.requirements, self.hostname, well_known)
+        if shape.host_ports:
+            self.host_ports.extend(shape.host_ports)
+
+
+def _untolerated(pool: PoolCandidates, shape: PodShape) -> Taint | None:
+    cache = shape.cache
+    key = ("taints", id(pool))
+    if key in cache:
+        result: Taint | None = cache[key]
+        return result
+    taint = first_untolerated(pool.template.taints, shape.tolerations)
+    cache[key] = taint
+    return taint
+
+
+def _with_volume(
+    algebra: RequirementAlgebra,
+    reqs: Requirements,
+    volume: Requirements,
+    hostname: str,
+    allow_undefined: frozenset[str],
+) -> Requirements | Incompatible | str:
+    host = volume.find(LABEL_HOSTNAME)
+    if host is not None:
+        if not host.has(hostname):
+            return f"volume requires {host.render()}"
+        volume = volume.without(LABEL_HOSTNAME)
+    return algebra.merge(reqs, volume, allow_undefined)
+
+
+def _check_min_values(
+    reqs: Requirements, options: int, index: InstanceTypeIndex, relax: bool
+) -> tuple[Requirements, bool] | None:
+    relaxed = False
+    for key, req in list(reqs.items()):
+        if req.min_values is None:
+            continue
+        have = len(index.values_for(options, key))
+        if have >= req.min_values:
+            continue
+        if not relax:
+            return None
+        reqs = reqs.replace(req.with_min_values(have))
+        relaxed = True
+    return reqs, relaxed

@@ -1,0 +1,102 @@
+"""The two orders of a scheduling round: which pod next, and which planned node first.
+
+`PodQueue` is Karpenter's queue: pods sorted by CPU request, then memory request (both
+largest first, which packs big pods before small ones fill the gaps), then creation time
+and UID (and name, for inputs without UIDs). A pod that fails goes to the back; the round
+ends when the queue is empty or every remaining pod was tried since the last success.
+
+`ClaimOrder` keeps the NodeClaims planned this round in the order Karpenter tries them for
+the next pod: fewest pods first (spreading pods over the claims opened for pods that need a
+node of their own), oldest first among equals. Claims sit in buckets by pod count, so
+moving one after an add is a removal and an insertion, not a sort of every claim.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections import deque
+from typing import TYPE_CHECKING
+
+from karpy.scheduling.resources import CPU, MEMORY
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+    from karpy.scheduling.pods import Pod
+
+__all__ = ["ClaimOrder", "PodQueue", "queue_order"]
+
+
+def queue_order(pod: Pod) -> tuple[int, int, str, str, str, str]:
+    requests = pod.requests
+    return (
+        -requests.get(CPU, 0),
+        -requests.get(MEMORY, 0),
+        pod.creation_timestamp,
+        pod.uid,
+        pod.namespace,
+        pod.name,
+    )
+
+
+class PodQueue:
+    __slots__ = ("_last_len", "_pods")
+
+    def __init__(self, pods: Iterable[Pod]) -> None:
+        self._pods: deque[Pod] = deque(sorted(pods, key=queue_order))
+        self._last_len: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    def pop(self) -> Pod | None:
+        """The next pod, or None when empty or no longer making progress."""
+        if not self._pods:
+            return None
+        pod = self._pods[0]
+        if self._last_len.get(id(pod)) == len(self._pods):
+            return None
+        self._pods.popleft()
+        return pod
+
+    def push(self, pod: Pod) -> None:
+        self._pods.append(pod)
+        self._last_len[id(pod)] = len(self._pods)
+
+    def remaining(self) -> list[Pod]:
+        return list(self._pods)
+
+
+class ClaimOrder:
+    """Claim indices bucketed by pod count; iteration yields fewest-pods-first."""
+
+    __slots__ = ("_buckets", "_counts")
+
+    def __init__(self) -> None:
+        self._buckets: dict[int, list[int]] = {}
+        self._counts: list[int] = []
+
+    def insert(self, claim: int, pods: int) -> None:
+        bucket = self._buckets.get(pods)
+        if bucket is None:
+            self._buckets[pods] = [claim]
+            insort(self._counts, pods)
+        else:
+            insort(bucket, claim)
+
+    def remove(self, claim: int, pods: int) -> None:
+        bucket = self._buckets[pods]
+        del bucket[bisect_left(bucket, claim)]
+        if not bucket:
+            del self._buckets[pods]
+            del self._counts[bisect_left(self._counts, pods)]
+
+    def moved(self, claim: int, old_pods: int, new_pods: int) -> None:
+        self.remove(claim, old_pods)
+        self.insert(claim, new_pods)
+
+    def __iter__(self) -> Iterator[int]:
+        # Callers stop iterating before they move a claim, so no copies are needed.
+        buckets = self._buckets
+        for count in self._counts:
+            yield from buckets[count]

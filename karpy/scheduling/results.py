@@ -1,0 +1,120 @@
+"""What a scheduling round decided, as plain immutable values.
+
+The solver returns `Results` and does nothing else: creating NodeClaims, recording events,
+logging and metrics are the provisioner's job, and `karpy simulate` renders the same value
+as JSON, YAML or a table. Explanations of unschedulable pods are structured
+(`UnschedulableReason`) and rendered once, so logs, events and simulate agree word for word.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from karpy.apis.core import Taint
+    from karpy.scheduling.instancetypes import InstanceType, Offering
+    from karpy.scheduling.pods import Pod
+    from karpy.scheduling.requirements import Requirements
+
+__all__ = [
+    "ExistingNodePlacement",
+    "NodeClaimPlan",
+    "PoolReason",
+    "Results",
+    "Unschedulable",
+    "UnschedulableReason",
+]
+
+
+@attrs.frozen(slots=True)
+class NodeClaimPlan:
+    """A NodeClaim to create: what it may launch as, and the pods it was sized for."""
+
+    name: str
+    nodepool: str
+    requirements: Requirements
+    instance_type_options: tuple[tuple[InstanceType, float], ...]  # cheapest first
+    instance_type: InstanceType
+    offering: Offering
+    labels: Mapping[str, str]
+    requests: Mapping[str, int]  # pods plus the DaemonSet overhead expected there
+    pods: tuple[Pod, ...]
+    taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    annotations: Mapping[str, str] = attrs.field(factory=dict)
+    min_values_relaxed: bool = False
+
+
+@attrs.frozen(slots=True)
+class ExistingNodePlacement:
+    """Pending pods that fit on a node (or in-flight NodeClaim) that already exists."""
+
+    name: str
+    pods: tuple[Pod, ...]
+
+
+@attrs.frozen(slots=True)
+class PoolReason:
+    """Why a NodePool cannot host a pod: the first of its constraints that failed."""
+
+    nodepool: str
+    kind: str  # taints, requirements, volumes, topology, resources, instance types, limits, ...
+    message: str
+
+    def render(self, single: bool) -> str:
+        if self.kind in ("taints", "requirements"):
+            return f"incompatible with nodepool {self.nodepool!r}: {self.message}"
+        if single:
+            return self.message
+        return f"nodepool {self.nodepool!r}: {self.message}"
+
+
+@attrs.frozen(slots=True)
+class UnschedulableReason:
+    """Why a pod could not be placed: one reason per NodePool, or one overall."""
+
+    pools: tuple[PoolReason, ...] = ()
+    message: str = ""  # set when the reason does not depend on a NodePool
+
+    def render(self) -> str:
+        if self.message:
+            return self.message
+        single = len(self.pools) == 1
+        return "; ".join(p.render(single) for p in self.pools)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+@attrs.frozen(slots=True)
+class Unschedulable:
+    pod: Pod
+    reason: UnschedulableReason | str
+
+    def render(self) -> str:
+        return str(self.reason)
+
+
+@attrs.frozen(slots=True)
+class Results:
+    new_nodeclaims: tuple[NodeClaimPlan, ...]
+    existing_nodes: tuple[ExistingNodePlacement, ...]
+    unschedulable: tuple[Unschedulable, ...]
+    deferred: tuple[Pod, ...]
+    pods: int
+    shapes: int
+    seconds: float
+
+    @property
+    def scheduled(self) -> int:
+        return sum(len(c.pods) for c in self.new_nodeclaims) + sum(
+            len(n.pods) for n in self.existing_nodes
+        )
+
+    @property
+    def total_price(self) -> float:
+        return sum(c.offering.price for c in self.new_nodeclaims)

@@ -1,0 +1,413 @@
+"""The scheduler: place pending pods on existing capacity or on the cheapest new nodes.
+
+`Scheduler.solve` follows Karpenter's algorithm, step for step:
+
+``solve``
+    Pods are queued largest first. Each is tried in turn (`_try_schedule`); a pod that
+    cannot be placed goes to the back of the queue, and the round ends when a full pass
+    over the queue places nothing (this lets pods with affinity to other pending pods, or
+    spread constraints that need a particular order, succeed on a later pass).
+``_try_schedule``
+    Tries the pod as it is; on failure relaxes one preference at a time (see
+    `PodShape.relax`) and tries again, until placed or nothing is left to relax.
+``_add``
+    The order capacity is tried in: `_add_to_existing_node` (registered nodes and in-flight
+    NodeClaims, initialized ones first, then by name), `_add_to_inflight_claim` (NodeClaims
+    planned earlier in this round, fewest pods first), `_add_to_new_claim` (a new
+    NodeClaim from each NodePool in weight order; the first that fits wins).
+
+The differences from Karpenter are in cost, not outcome: pods are grouped into shapes
+whose derived data is computed once; requirement algebra is memoised; instance types are
+bitsets; candidate nodes for pods with hostname anti-affinity come from an index of empty
+hosts instead of a scan; and rejections that can only get worse as nodes fill up are
+remembered per shape so a node is not re-examined for a shape it already refused.
+
+The solve is pure and synchronous. A time budget bounds it: when the caller's clock says
+the budget is spent, placements so far are returned and the remaining pods are reported
+as deferred, not unschedulable.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from karpy.scheduling.algebra import RequirementAlgebra
+from karpy.scheduling.daemonsets import daemon_overhead_groups, existing_node_daemon_overhead
+from karpy.scheduling.existingnode import ExistingNode
+from karpy.scheduling.explain import Explainer
+from karpy.scheduling.finalize import finalize_claims
+from karpy.scheduling.limits import PoolLimits
+from karpy.scheduling.nodeclaim import MONOTONE, NewNodeClaim, Plan, Rejection
+from karpy.scheduling.queue import ClaimOrder, PodQueue
+from karpy.scheduling.resources import ResourceList, subtract
+from karpy.scheduling.results import ExistingNodePlacement, Results, Unschedulable
+from karpy.scheduling.shapes import RESPECT, PodShape, ShapeBuilder
+from karpy.scheduling.topology import BoundPods, Topology
+from karpy.scheduling.topologygroup import AFFINITY, ANTI_AFFINITY
+from karpy.scheduling.validation import pod_problem
+from karpy.scheduling.volumes import VolumeCatalog, VolumeError, volume_requirements
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from karpy.scheduling.context import PoolCandidates, SchedulingContext
+    from karpy.scheduling.daemonsets import DaemonOverheadGroup
+    from karpy.scheduling.nodes import ClusterNode, Node
+    from karpy.scheduling.pods import HostPort, Pod
+    from karpy.scheduling.requirements import Requirements
+    from karpy.scheduling.topologygroup import TopologyGroup
+
+__all__ = ["ClusterSnapshot", "Scheduler"]
+
+DEFAULT_BUDGET_SECONDS: Final = 30.0
+MAX_INSTANCE_TYPES: Final = 600
+# Use an index of candidate hosts when it is smaller than this share of the nodes.
+_INDEX_SHARE: Final = 4
+
+
+@attrs.frozen(slots=True)
+class ClusterSnapshot:
+    """The cluster as a round sees it, besides the pods to place."""
+
+    nodes: tuple[Node, ...] = ()  # every Node object (topology counts pods by node name)
+    capacity: tuple[ClusterNode, ...] = ()  # nodes and in-flight NodeClaims
+    bound_pods: tuple[Pod, ...] = ()  # pods with spec.nodeName
+    daemonset_pods: tuple[Pod, ...] = ()  # one pod per DaemonSet, from its template
+    namespaces: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)  # name -> labels
+    volumes: VolumeCatalog = VolumeCatalog()
+
+
+class Scheduler:
+    """One provisioning round over a `SchedulingContext` and a `ClusterSnapshot`."""
+
+    def __init__(
+        self,
+        context: SchedulingContext,
+        cluster: ClusterSnapshot,
+        *,
+        preference_policy: str = RESPECT,
+        max_instance_types: int = MAX_INSTANCE_TYPES,
+    ) -> None:
+        self.context = context
+        self.cluster = cluster
+        self.policy = preference_policy
+        self.max_instance_types = max_instance_types
+        self.well_known = context.well_known_labels
+        self.relax_min_values = context.min_values_policy == "BestEffort"
+        self.tolerate_prefer_no_schedule = any(
+            t.effect == "PreferNoSchedule" for p in context.pools for t in p.template.taints
+        )
+        self.algebra = RequirementAlgebra()
+        self.claims: list[NewNodeClaim] = []
+        self.claim_order = ClaimOrder()
+        self.claims_by_host: dict[str, NewNodeClaim] = {}
+        self.existing: list[ExistingNode] = []
+        self.existing_by_host: dict[str, ExistingNode] = {}
+        self.limits = PoolLimits(context, cluster.capacity)
+        self.daemon_groups: dict[str, tuple[DaemonOverheadGroup, ...]] = {
+            pool.template.nodepool: daemon_overhead_groups(
+                pool.template, context.index, pool.options, cluster.daemonset_pods, self.well_known
+            )
+            for pool in context.pools
+        }
+        self.topology: Topology
+
+    # -- setup -------------------------------------------------------------------------------
+    def _build_existing_nodes(self, excluded: set[str]) -> None:
+        requests_by_node: dict[str, ResourceList] = {}
+        daemon_by_node: dict[str, ResourceList] = {}
+        ports_by_node: dict[str, list[HostPort]] = {}
+        for pod in self.cluster.bound_pods:
+            if pod.is_terminal:
+                continue
+            node_requests = requests_by_node.setdefault(pod.node_name, {})
+            for name, value in pod.requests.items():
+                node_requests[name] = node_requests.get(name, 0) + value
+            if pod.is_daemonset_pod:
+                daemon = daemon_by_node.setdefault(pod.node_name, {})
+                for name, value in pod.requests.items():
+                    daemon[name] = daemon.get(name, 0) + value
+            if pod.host_ports:
+                ports_by_node.setdefault(pod.node_name, []).extend(pod.host_ports)
+        active = [n for n in self.cluster.capacity if not n.marked_for_deletion]
+        active.sort(key=lambda n: (not n.initialized, n.name))
+        for i, node in enumerate(active):
+            available = subtract(node.allocatable, requests_by_node.get(node.name, {}))
+            overhead = existing_node_daemon_overhead(
+                node, self.cluster.daemonset_pods, daemon_by_node.get(node.name, {})
+            )
+            existing = ExistingNode(
+                node, i, subtract(available, overhead), list(ports_by_node.get(node.name, ()))
+            )
+            self.existing.append(existing)
+            self.existing_by_host[existing.hostname] = existing
+            self.topology.track_host(existing.hostname)
+
+    # -- the round ----------------------------------------------------------------------------
+    def solve(
+        self,
+        pods: Sequence[Pod],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        budget: float = DEFAULT_BUDGET_SECONDS,
+    ) -> Results:
+        """Place ``pods``; stop placing when ``budget`` seconds of ``clock`` have passed."""
+        started = clock()
+        deadline = started + budget
+        unschedulable: list[Unschedulable] = []
+        shapes, schedulable = self._shapes(pods, unschedulable)
+        excluded = {p.uid for p in pods if p.uid and p.node_name}
+        self.topology = Topology(
+            universe=self.context.domains,
+            nodes_by_name={n.name: n for n in self.cluster.nodes},
+            domain_nodes=[n for n in self.cluster.capacity if not n.marked_for_deletion],
+            bound_pods=BoundPods(self.cluster.bound_pods),
+            namespace_labels=self.cluster.namespaces,
+            excluded=frozenset(excluded),
+            policy=self.policy,
+        )
+        for shape in shapes.shapes:
+            self.topology.prepare(shape)
+        self._build_existing_nodes(excluded)
+        shape_of = {id(pod): shape for pod, shape in schedulable}
+        queue = PodQueue(pod for pod, _ in schedulable)
+        failed: dict[int, Pod] = {}
+        deferred: list[Pod] = []
+        while True:
+            pod = queue.pop()
+            if pod is None:
+                break
+            if clock() >= deadline:
+                deferred.append(pod)
+                deferred.extend(queue.remaining())
+                break
+            if self._try_schedule(pod, shape_of[id(pod)]):
+                failed.pop(id(pod), None)
+            else:
+                failed[id(pod)] = pod
+                queue.push(pod)
+        explainer = Explainer(self)
+        for pod in failed.values():
+            unschedulable.append(Unschedulable(pod, explainer.explain(shape_of[id(pod)])))
+        claims, truncated = finalize_claims(self, self.claims)
+        for pod, reason in truncated:
+            unschedulable.append(Unschedulable(pod, reason))
+        return Results(
+            new_nodeclaims=tuple(claims),
+            existing_nodes=tuple(
+                ExistingNodePlacement(n.node.name, tuple(n.pods)) for n in self.existing if n.pods
+            ),
+            unschedulable=tuple(sorted(unschedulable, key=lambda u: u.pod.key)),
+            deferred=tuple(sorted(deferred, key=lambda p: p.key)),
+            pods=len(pods),
+            shapes=len(shapes.shapes),
+            seconds=clock() - started,
+        )
+
+    def _shapes(
+        self, pods: Sequence[Pod], unschedulable: list[Unschedulable]
+    ) -> tuple[ShapeBuilder, list[tuple[Pod, PodShape]]]:
+        visible = _visible_label_keys(pods, self.cluster.bound_pods)
+        builder = ShapeBuilder(visible, self.policy)
+        schedulable: list[tuple[Pod, PodShape]] = []
+        volumes = self.cluster.volumes
+        for pod in pods:
+            problem = pod_problem(pod, self.well_known)
+            if problem is not None:
+                unschedulable.append(Unschedulable(pod, _ignored(problem)))
+                continue
+            alternatives: tuple[Requirements, ...] = ()
+            if pod.volumes:
+                try:
+                    alternatives = volume_requirements(pod, volumes)
+                except VolumeError as exc:
+                    unschedulable.append(Unschedulable(pod, _ignored(str(exc))))
+                    continue
+            schedulable.append((pod, builder.shape_of(pod, alternatives)))
+        return builder, schedulable
+
+    def _try_schedule(self, pod: Pod, shape: PodShape) -> bool:
+        current: PodShape | None = shape
+        while current is not None:
+            if self._add(pod, current):
+                return True
+            current = current.relax(self.tolerate_prefer_no_schedule, self.policy)
+            if current is not None:
+                self.topology.prepare(current)
+        return False
+
+    def _add(self, pod: Pod, shape: PodShape) -> bool:
+        hosts = self._candidate_hosts(shape)
+        if self._add_to_existing_node(pod, shape, hosts):
+            return True
+        if self._add_to_inflight_claim(pod, shape, hosts):
+            return True
+        if not self.context.pools:
+            return False
+        return self._add_to_new_claim(pod, shape)
+
+    # -- where to look --------------------------------------------------------------------------
+    def _candidate_hosts(self, shape: PodShape) -> set[str] | None:
+        """Hostnames a pod of ``shape`` may use, when hostname topology says so (else None)."""
+        groups = self.topology.matching_groups(shape)
+        if not groups:
+            return None
+        allowed: set[str] | None = None
+        for group in groups:
+            if not group.is_hostname:
+                continue
+            hosts = _hosts_allowed(group)
+            if hosts is None:
+                continue
+            allowed = set(hosts) if allowed is None else allowed & hosts
+        return allowed
+
+    def _add_to_existing_node(self, pod: Pod, shape: PodShape, hosts: set[str] | None) -> bool:
+        existing = self.existing
+        if not existing:
+            return False
+        cache = shape.cache
+        start: int = cache.get("existing_cursor", 0)
+        if hosts is not None and len(hosts) * _INDEX_SHARE < len(existing):
+            candidates = sorted(
+                (self.existing_by_host[h] for h in hosts if h in self.existing_by_host),
+                key=lambda n: n.index,
+            )
+            for node in candidates:
+                if node.index < start:
+                    continue
+                plan = node.can_add(shape, algebra=self.algebra, topology=self.topology)
+                if isinstance(plan, Plan):
+                    node.add(pod, shape, plan, self.topology)
+                    return True
+            return False
+        cursor_moving = True
+        for i in range(start, len(existing)):
+            node = existing[i]
+            if hosts is not None and node.hostname not in hosts:
+                cursor_moving = False
+                continue
+            plan = node.can_add(shape, algebra=self.algebra, topology=self.topology)
+            if isinstance(plan, Plan):
+                node.add(pod, shape, plan, self.topology)
+                return True
+            if cursor_moving and plan.kind in MONOTONE:
+                cache["existing_cursor"] = i + 1
+            else:
+                cursor_moving = False
+        return False
+
+    def _add_to_inflight_claim(self, pod: Pod, shape: PodShape, hosts: set[str] | None) -> bool:
+        if not self.claims:
+            return False
+        rejected: set[int] | None = shape.cache.get("rejected_claims")
+        if hosts is not None and len(hosts) * _INDEX_SHARE < len(self.claims):
+            order = sorted(
+                (self.claims_by_host[h] for h in hosts if h in self.claims_by_host),
+                key=lambda c: (len(c.pods), c.index),
+            )
+            candidates = [c.index for c in order]
+        else:
+            candidates = self.claim_order  # type: ignore[assignment]
+        claims = self.claims
+        for i in candidates:
+            if rejected is not None and i in rejected:
+                continue
+            claim = claims[i]
+            if hosts is not None and claim.hostname not in hosts:
+                continue
+            plan = claim.can_add(
+                shape,
+                algebra=self.algebra,
+                topology=self.topology,
+                index=self.context.index,
+                well_known=self.well_known,
+                relax_min_values=False,
+            )
+            if isinstance(plan, Plan):
+                before = len(claim.pods)
+                claim.add(pod, shape, plan, self.topology, self.well_known)
+                self.claim_order.moved(claim.index, before, before + 1)
+                return True
+            if plan.kind in MONOTONE:
+                if rejected is None:
+                    rejected = shape.cache["rejected_claims"] = set()
+                rejected.add(i)
+        return False
+
+    def _add_to_new_claim(self, pod: Pod, shape: PodShape) -> bool:
+        index = self.context.index
+        for position, pool in enumerate(self.context.pools):
+            cache_key = ("pool_rejected", position)
+            if shape.cache.get(cache_key):
+                continue
+            options = self.limits.options_within(pool)
+            if not options:
+                continue
+            claim = NewNodeClaim(
+                pool, options, self.daemon_groups[pool.template.nodepool], len(self.claims)
+            )
+            plan = claim.can_add(
+                shape,
+                algebra=self.algebra,
+                topology=self.topology,
+                index=index,
+                well_known=self.well_known,
+                relax_min_values=self.relax_min_values,
+            )
+            if isinstance(plan, Plan):
+                self._open(claim)
+                claim.add(pod, shape, plan, self.topology, self.well_known)
+                self.claim_order.insert(claim.index, 1)
+                self.limits.reserve(pool, claim.options)
+                return True
+            if plan.kind in MONOTONE:
+                shape.cache[cache_key] = True
+        return False
+
+    def _open(self, claim: NewNodeClaim) -> None:
+        self.claims.append(claim)
+        self.claims_by_host[claim.hostname] = claim
+        self.topology.track_host(claim.hostname)
+
+    # -- for explanations and finalisation -------------------------------------------------------
+    def fresh_claim(self, pool: PoolCandidates) -> NewNodeClaim | Rejection:
+        options = self.limits.options_within(pool)
+        if not options:
+            return Rejection("limits", self.limits.describe(pool))
+        return NewNodeClaim(pool, options, self.daemon_groups[pool.template.nodepool], -1)
+
+
+def _hosts_allowed(group: TopologyGroup) -> set[str] | None:
+    """Hosts a hostname-keyed group allows, when it can say so as a set (else None)."""
+    if group.kind == ANTI_AFFINITY:
+        return group.empty_hosts
+    if group.kind == AFFINITY and group.nonzero:
+        # Pods cannot require a hostname, so some selected pod is always compatible and
+        # the pod must join one of the hosts already holding one.
+        return group.nonzero
+    return None
+
+
+def _ignored(problem: str) -> str:
+    return f"ignored by karpenter: {problem}"
+
+
+def _visible_label_keys(pods: Sequence[Pod], bound: Sequence[Pod]) -> frozenset[str]:
+    """Every pod label key some selector in this round can look at."""
+    keys: set[str] = set()
+    for pod in pods:
+        for tsc in pod.topology_spread:
+            keys.update(tsc.selector.keys())
+            keys.update(tsc.match_label_keys)
+        for term in (*pod.required_affinity, *pod.required_anti_affinity):
+            keys.update(term.selector.keys())
+        for weighted in (*pod.preferred_affinity, *pod.preferred_anti_affinity):
+            keys.update(weighted.term.selector.keys())
+    for pod in bound:
+        for term in pod.required_anti_affinity:
+            keys.update(term.selector.keys())
+    return frozenset(keys)

@@ -1,0 +1,473 @@
+"""Topology for one round: spread constraints, pod affinity and anti-affinity.
+
+`Topology` owns every `TopologyGroup` of a round and answers two questions for the solver:
+
+* `add_requirements`: given a pod shape and a candidate node (its requirements, taints and
+  hostname), which domains may the pod use there? The answer narrows the node's
+  requirements (e.g. ``zone In [b]``) or says no.
+* `record`: the pod was placed; count it in every group that selects it.
+
+Groups come from the pending pods' spread constraints and (anti-)affinity terms, created
+when a shape is first seen (and again for relaxed shapes whose terms differ), each counted
+from the pods already bound in the cluster. Anti-affinity also works in reverse: a bound pod
+with required anti-affinity to ``app=db`` keeps ``app=db`` pods out of its domain, so such
+terms of bound and pending pods form *inverse* groups, consulted for every pod they select.
+
+Which groups select a shape is computed once per shape (and refreshed only when a group is
+added), through an index on the selectors' ``key=value`` terms, so placing a pod touches
+only the groups that care about it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from karpy.apis.labels import LABEL_HOSTNAME
+from karpy.scheduling.requirements import IN, Requirement, Requirements
+from karpy.scheduling.selectors import SelectorTerm
+from karpy.scheduling.shapes import RESPECT, term_requirements
+from karpy.scheduling.topologygroup import (
+    AFFINITY,
+    ANTI_AFFINITY,
+    EMPTY_FILTER,
+    HONOR,
+    IGNORE,
+    MAX_SKEW_UNBOUNDED,
+    SPREAD,
+    TopologyGroup,
+    TopologyNodeFilter,
+    pod_domains_for,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
+
+    from karpy.apis.core import Taint
+    from karpy.scheduling.domains import DomainUniverse
+    from karpy.scheduling.nodes import ClusterNode, Node
+    from karpy.scheduling.pods import Pod, PodAffinityTerm
+    from karpy.scheduling.selectors import LabelSelector
+    from karpy.scheduling.shapes import PodShape
+    from karpy.scheduling.taints import Toleration
+
+__all__ = ["BoundPods", "Topology", "TopologyFailure"]
+
+_NO_TAINTS: Final[tuple[Taint, ...]] = ()
+
+
+@attrs.frozen(slots=True)
+class TopologyFailure:
+    """No domain satisfies ``group`` on the candidate node."""
+
+    group: TopologyGroup
+    pod_domains: Requirement
+    node_domains: Requirement
+
+    def render(self) -> str:
+        group = self.group
+        if group.is_hostname:
+            return f"{group.describe()} not satisfiable on any single node"
+        return (
+            f"{group.describe()} not satisfiable: allowed "
+            f"{self.node_domains.render()}, counts {_counts(group)}"
+        )
+
+
+def _counts(group: TopologyGroup) -> str:
+    items = sorted(group.domains.items())
+    shown = ", ".join(f"{d}={c}" for d, c in items[:10])
+    more = f", +{len(items) - 10} more" if len(items) > 10 else ""
+    return "{" + shown + more + "}"
+
+
+def _anchor(selector: LabelSelector) -> tuple[str, str] | None:
+    """A ``key=value`` every selected pod must carry, if the selector has one."""
+    for term in selector.terms:
+        if term.operator == "In" and len(term.values) == 1:
+            return (term.key, next(iter(term.values)))
+    return None
+
+
+class BoundPods:
+    """Pods bound to nodes, indexed for counting by namespace and ``key=value`` label."""
+
+    __slots__ = ("_by_label", "_by_namespace", "with_anti_affinity")
+
+    def __init__(self, pods: Iterable[Pod]) -> None:
+        self._by_namespace: dict[str, list[Pod]] = {}
+        self._by_label: dict[tuple[str, str, str], list[Pod]] = {}
+        self.with_anti_affinity: list[Pod] = []
+        for pod in pods:
+            if not pod.node_name or pod.is_terminal or pod.terminating:
+                continue
+            self._by_namespace.setdefault(pod.namespace, []).append(pod)
+            for key, value in pod.labels.items():
+                self._by_label.setdefault((pod.namespace, key, value), []).append(pod)
+            if pod.required_anti_affinity:
+                self.with_anti_affinity.append(pod)
+
+    def matching(self, namespaces: Iterable[str], selector: LabelSelector) -> Iterator[Pod]:
+        anchor = _anchor(selector)
+        for namespace in sorted(namespaces):
+            if anchor is None:
+                candidates = self._by_namespace.get(namespace, ())
+            else:
+                candidates = self._by_label.get((namespace, *anchor), ())
+            for pod in candidates:
+                if selector.matches(pod.labels):
+                    yield pod
+
+
+class _SelectionIndex:
+    """Groups by the ``key=value`` their selector requires (or in a general list)."""
+
+    __slots__ = ("_by_anchor", "_general", "groups")
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[object, ...], TopologyGroup] = {}
+        self._by_anchor: dict[tuple[str, str], list[TopologyGroup]] = {}
+        self._general: list[TopologyGroup] = []
+
+    def add(self, group: TopologyGroup) -> None:
+        self.groups[group.identity()] = group
+        anchor = _anchor(group.selector)
+        if group.selector.matches_nothing:
+            return
+        if anchor is None:
+            self._general.append(group)
+        else:
+            self._by_anchor.setdefault(anchor, []).append(group)
+
+    def selecting(self, namespace: str, labels: Mapping[str, str]) -> list[TopologyGroup]:
+        found = [g for g in self._general if g.selects(namespace, labels)]
+        by_anchor = self._by_anchor
+        if by_anchor:
+            for item in labels.items():
+                for group in by_anchor.get(item, ()):
+                    if group.selects(namespace, labels):
+                        found.append(group)
+        return found
+
+
+class Topology:
+    __slots__ = (
+        "_domain_nodes",
+        "_groups",
+        "_host_anti",
+        "_hosts",
+        "_inverse",
+        "_namespace_labels",
+        "_node_requirements",
+        "_nodes_by_name",
+        "_pods",
+        "_universe",
+        "excluded",
+        "generation",
+        "policy",
+    )
+
+    def __init__(
+        self,
+        *,
+        universe: DomainUniverse,
+        nodes_by_name: Mapping[str, Node],
+        domain_nodes: Sequence[ClusterNode],
+        bound_pods: BoundPods,
+        namespace_labels: Mapping[str, Mapping[str, str]],
+        excluded: frozenset[str] = frozenset(),
+        policy: str = RESPECT,
+    ) -> None:
+        self._universe = universe
+        self._nodes_by_name = nodes_by_name
+        self._domain_nodes = [n for n in domain_nodes if n.has_node]
+        self._pods = bound_pods
+        self._namespace_labels = namespace_labels
+        self._groups = _SelectionIndex()
+        self._inverse = _SelectionIndex()
+        self._node_requirements: dict[str, Requirements] = {}
+        self._hosts: list[str] = []
+        self._host_anti: list[TopologyGroup] = []
+        self.excluded = excluded
+        self.policy = policy
+        self.generation = 0
+        for pod in bound_pods.with_anti_affinity:
+            if pod.uid in excluded:
+                continue
+            node = nodes_by_name.get(pod.node_name)
+            labels = node.labels if node is not None else {}
+            for term in pod.required_anti_affinity:
+                group = self._inverse_group(pod.namespace, term, pod.tolerations)
+                domain = labels.get(group.key)
+                if domain is not None:
+                    group.record(domain)
+
+    # -- group construction --------------------------------------------------------------
+    def namespaces_for(self, namespace: str, term: PodAffinityTerm) -> frozenset[str]:
+        if not term.namespaces and term.namespace_selector is None:
+            return frozenset((namespace,))
+        selected = set(term.namespaces)
+        if term.namespace_selector is not None:
+            selector = term.namespace_selector
+            selected.update(
+                n for n, labels in self._namespace_labels.items() if selector.matches(labels)
+            )
+        return frozenset(selected)
+
+    def _inverse_group(
+        self, namespace: str, term: PodAffinityTerm, tolerations: tuple[Toleration, ...]
+    ) -> TopologyGroup:
+        group = TopologyGroup(
+            ANTI_AFFINITY,
+            term.topology_key,
+            term.selector,
+            self.namespaces_for(namespace, term),
+            MAX_SKEW_UNBOUNDED,
+            None,
+            EMPTY_FILTER,
+            self._universe.domains(term.topology_key, tolerations),
+        )
+        existing = self._inverse.groups.get(group.identity())
+        if existing is not None:
+            return existing
+        self._inverse.add(group)
+        self._created(group)
+        return group
+
+    def _group(self, candidate: TopologyGroup) -> TopologyGroup:
+        existing = self._groups.groups.get(candidate.identity())
+        if existing is not None:
+            return existing
+        self._count_cluster(candidate)
+        self._groups.add(candidate)
+        self._created(candidate)
+        return candidate
+
+    def _created(self, group: TopologyGroup) -> None:
+        self.generation += 1
+        if group.empty_hosts is not None:
+            group.empty_hosts.update(h for h in self._hosts if group.count(h) == 0)
+            self._host_anti.append(group)
+
+    def track_host(self, hostname: str) -> None:
+        """A node (existing or planned) pods may use: index it for hostname anti-affinity."""
+        self._hosts.append(hostname)
+        for group in self._host_anti:
+            if group.count(hostname) == 0 and group.empty_hosts is not None:
+                group.empty_hosts.add(hostname)
+
+    def prepare(self, shape: PodShape) -> None:
+        """Create (and count) the groups ``shape`` owns; Karpenter's ``Topology.Update``."""
+        if shape.owned_groups is not None:
+            return
+        owned: list[TopologyGroup] = []
+        for tsc in shape.topology_spread:
+            if self.policy != RESPECT and not tsc.is_required:
+                continue
+            selector = tsc.selector
+            extra = [
+                SelectorTerm(k, "In", frozenset((shape.labels[k],)))
+                for k in tsc.match_label_keys
+                if k in shape.labels
+            ]
+            if extra:
+                selector = selector.with_terms(*extra)
+            node_filter = TopologyNodeFilter(
+                terms=self._filter_terms(shape),
+                taint_policy=tsc.node_taints_policy or IGNORE,
+                affinity_policy=tsc.node_affinity_policy or HONOR,
+                tolerations=shape.tolerations,
+            )
+            honor = node_filter.taint_policy != IGNORE
+            owned.append(
+                self._group(
+                    TopologyGroup(
+                        SPREAD,
+                        tsc.topology_key,
+                        selector,
+                        frozenset((shape.namespace,)),
+                        tsc.max_skew,
+                        tsc.min_domains,
+                        node_filter,
+                        self._universe.domains(
+                            tsc.topology_key, shape.tolerations if honor else None
+                        ),
+                    )
+                )
+            )
+        respect = self.policy == RESPECT
+        terms: list[tuple[str, PodAffinityTerm]] = [(AFFINITY, t) for t in shape.required_affinity]
+        if respect:
+            terms += [(AFFINITY, w.term) for w in shape.preferred_affinity]
+        terms += [(ANTI_AFFINITY, t) for t in shape.required_anti_affinity]
+        if respect:
+            terms += [(ANTI_AFFINITY, w.term) for w in shape.preferred_anti_affinity]
+        for kind, term in terms:
+            owned.append(
+                self._group(
+                    TopologyGroup(
+                        kind,
+                        term.topology_key,
+                        term.selector,
+                        self.namespaces_for(shape.namespace, term),
+                        MAX_SKEW_UNBOUNDED,
+                        None,
+                        EMPTY_FILTER,
+                        self._universe.domains(term.topology_key, shape.tolerations),
+                    )
+                )
+            )
+        shape.owned_groups = owned
+        shape.inverse_owned = [
+            self._inverse_group(shape.namespace, t, shape.tolerations)
+            for t in shape.required_anti_affinity
+        ]
+
+    @staticmethod
+    def _filter_terms(shape: PodShape) -> tuple[Requirements, ...]:
+        base = Requirements(Requirement.new(k, IN, (v,)) for k, v in shape.node_selector)
+        if not shape.required_node_terms:
+            return (base,)
+        return tuple(base.merge(term_requirements(t)) for t in shape.required_node_terms)
+
+    def _labels_requirements(self, node: Node) -> Requirements:
+        reqs = self._node_requirements.get(node.name)
+        if reqs is None:
+            reqs = self._node_requirements[node.name] = Requirements.from_labels(node.labels)
+        return reqs
+
+    def _count_cluster(self, group: TopologyGroup) -> None:
+        """Seed a new group with the domains of existing nodes and the bound pods it selects."""
+        node_filter = group.node_filter
+        key = group.key
+        if not group.is_hostname:
+            for cluster_node in self._domain_nodes:
+                domain = cluster_node.labels.get(key)
+                if domain is None:
+                    continue
+                node = self._nodes_by_name.get(cluster_node.name)
+                taints = node.taints if node is not None else cluster_node.node_taints
+                if node_filter.matches(taints, Requirements.from_labels(cluster_node.labels)):
+                    group.register(domain)
+        for pod in self._pods.matching(group.namespaces, group.selector):
+            if pod.uid in self.excluded:
+                continue
+            node = self._nodes_by_name.get(pod.node_name)
+            if node is None:
+                continue
+            domain = node.labels.get(key)
+            if domain is None and group.is_hostname:
+                domain = node.name
+            if domain is None:
+                continue
+            if node_filter is not EMPTY_FILTER and not node_filter.matches(
+                node.taints, self._labels_requirements(node)
+            ):
+                continue
+            group.record(domain)
+
+    # -- per-shape views -------------------------------------------------------------------
+    def _selecting(self, shape: PodShape) -> tuple[list[TopologyGroup], list[TopologyGroup]]:
+        cached: tuple[int, list[TopologyGroup], list[TopologyGroup]] | None = shape.cache.get(
+            "selecting"
+        )
+        if cached is not None and cached[0] == self.generation:
+            return cached[1], cached[2]
+        groups = self._groups.selecting(shape.namespace, shape.labels)
+        inverse = self._inverse.selecting(shape.namespace, shape.labels)
+        shape.cache["selecting"] = (self.generation, groups, inverse)
+        return groups, inverse
+
+    def constrains(self, shape: PodShape) -> bool:
+        """Does any topology group restrict where ``shape`` may go?"""
+        self.prepare(shape)
+        return bool(shape.owned_groups) or bool(self._selecting(shape)[1])
+
+    def matching_groups(self, shape: PodShape) -> list[TopologyGroup]:
+        """Groups that decide where ``shape`` may go: its own and inverse ones selecting it."""
+        self.prepare(shape)
+        owned = shape.owned_groups or []
+        inverse = self._selecting(shape)[1]
+        if not inverse:
+            return owned
+        return [*owned, *inverse]
+
+    # -- the two questions ----------------------------------------------------------------
+    def allowed_domains(
+        self,
+        shape: PodShape,
+        taints: Sequence[Taint],
+        node_requirements: Requirements,
+        hostname: str,
+    ) -> tuple[Requirement, ...] | TopologyFailure:
+        """Domain requirements topology adds for a pod of ``shape`` on this node, or why not.
+
+        An empty tuple means topology has nothing to say (or only hostname groups, which
+        were satisfied). Groups on other keys each return the domains they allow.
+        """
+        groups = self.matching_groups(shape)
+        if not groups:
+            return ()
+        strict = shape.strict_requirements
+        namespace, labels = shape.namespace, shape.labels
+        added: list[Requirement] = []
+        for group in groups:
+            pod_domains = pod_domains_for(group.key, strict)
+            selects = group.selects(namespace, labels)
+            if group.is_hostname:
+                if not group.allows_host(selects, pod_domains, hostname):
+                    return TopologyFailure(
+                        group,
+                        pod_domains,
+                        Requirement(LABEL_HOSTNAME, False, frozenset((hostname,))),
+                    )
+                continue
+            node_domains = node_requirements.get(group.key)
+            domains = group.next_domains(selects, pod_domains, node_domains)
+            if not domains.values:
+                return TopologyFailure(group, pod_domains, node_domains)
+            added.append(domains)
+        return tuple(added)
+
+    def record(
+        self,
+        shape: PodShape,
+        taints: Sequence[Taint],
+        requirements: Requirements,
+        hostname: str,
+        allow_undefined: frozenset[str] = frozenset(),
+    ) -> None:
+        """Count a pod of ``shape`` placed on a node with ``requirements``."""
+        groups, _ = self._selecting(shape)
+        for group in groups:
+            node_filter = group.node_filter
+            if node_filter is not EMPTY_FILTER and not node_filter.matches(
+                taints, requirements, allow_undefined
+            ):
+                continue
+            if group.is_hostname:
+                group.record(hostname)
+                continue
+            req = requirements.find(group.key)
+            if req is None or req.complement:
+                continue
+            if group.kind == ANTI_AFFINITY:
+                for domain in req.values:
+                    group.record(domain)
+            elif len(req.values) == 1:
+                group.record(next(iter(req.values)))
+        for group in shape.inverse_owned or ():
+            if group.is_hostname:
+                group.record(hostname)
+                continue
+            req = requirements.find(group.key)
+            if req is not None and not req.complement:
+                for domain in req.values:
+                    group.record(domain)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "groups": len(self._groups.groups),
+            "inverseGroups": len(self._inverse.groups),
+        }

@@ -1,0 +1,281 @@
+"""One topology group: pod counts per domain for one selector, and where the next pod may go.
+
+A `TopologyGroup` answers ``SELECT domain, COUNT(*) FROM pods WHERE selector GROUP BY
+node label`` for one label key, and turns the counts into the domains a pod may use next:
+
+* **spread** (a topology spread constraint): domains whose count, plus one if the pod is
+  itself selected, exceeds the minimum count by at most ``maxSkew``; the minimum is taken
+  over the domains the pod could use, and is zero while fewer than ``minDomains`` exist;
+  of the valid domains the emptiest is chosen;
+* **affinity**: domains that already hold a selected pod; a pod that selects itself may
+  bootstrap an empty group (or one whose pods are all in domains it cannot use);
+* **anti-affinity**: domains holding no selected pod.
+
+For ``kubernetes.io/hostname`` every node is its own domain and a new node is always an
+empty one, so the group only stores non-zero counts and answers for one given hostname.
+Groups are shared: one group serves every pod with an equal term (same key, kind,
+selector, namespaces, skew and node filter), as in Karpenter.
+
+Domains are visited in sorted order where Karpenter visits a Go map (randomly), so ties are
+broken the same way on every run.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from karpy.apis.labels import LABEL_HOSTNAME
+from karpy.scheduling.requirements import Requirement, Requirements
+from karpy.scheduling.taints import tolerates_all
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+    from karpy.apis.core import Taint
+    from karpy.scheduling.selectors import LabelSelector
+    from karpy.scheduling.taints import Toleration
+
+__all__ = ["AFFINITY", "ANTI_AFFINITY", "SPREAD", "TopologyGroup", "TopologyNodeFilter"]
+
+SPREAD: Final = "topology spread"
+AFFINITY: Final = "pod affinity"
+ANTI_AFFINITY: Final = "pod anti-affinity"
+MAX_SKEW_UNBOUNDED: Final = 2**31 - 1
+HONOR: Final = "Honor"
+IGNORE: Final = "Ignore"
+
+
+@attrs.frozen(slots=True, cache_hash=True)
+class TopologyNodeFilter:
+    """Which nodes a spread constraint counts (``nodeAffinityPolicy``/``nodeTaintsPolicy``).
+
+    ``terms`` are the pod's node selector combined with each required node-affinity term
+    (ORed). Affinity groups use the empty filter, which admits every node.
+    """
+
+    terms: tuple[Requirements, ...] = ()
+    taint_policy: str = ""
+    affinity_policy: str = ""
+    tolerations: tuple[Toleration, ...] = ()
+
+    def matches(
+        self,
+        taints: Sequence[Taint],
+        requirements: Requirements,
+        allow_undefined: frozenset[str] = frozenset(),
+    ) -> bool:
+        if self.affinity_policy == HONOR and self.terms:
+            if not any(requirements.compatible(t, allow_undefined) is None for t in self.terms):
+                return False
+        return not (self.taint_policy == HONOR and not tolerates_all(taints, self.tolerations))
+
+
+EMPTY_FILTER: Final = TopologyNodeFilter()
+
+
+class TopologyGroup:
+    __slots__ = (
+        "_in",
+        "_sorted",
+        "domains",
+        "empty",
+        "empty_hosts",
+        "is_hostname",
+        "key",
+        "kind",
+        "max_skew",
+        "min_domains",
+        "namespaces",
+        "node_filter",
+        "nonzero",
+        "selector",
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        key: str,
+        selector: LabelSelector,
+        namespaces: frozenset[str],
+        max_skew: int,
+        min_domains: int | None,
+        node_filter: TopologyNodeFilter,
+        domains: Iterable[str] = (),
+    ) -> None:
+        self.kind = kind
+        self.key = key
+        self.selector = selector
+        self.namespaces = namespaces
+        self.max_skew = max_skew
+        self.min_domains = min_domains
+        self.node_filter = node_filter
+        self.is_hostname = key == LABEL_HOSTNAME
+        self.domains: dict[str, int] = {}
+        self.empty: set[str] = set()
+        self.nonzero: set[str] = set()
+        self._sorted: list[str] | None = None
+        self._in: dict[str, Requirement] = {}
+        # Hostname anti-affinity: the known hosts holding no selected pod (candidate index).
+        self.empty_hosts: set[str] | None = (
+            set() if self.is_hostname and kind == ANTI_AFFINITY else None
+        )
+        if not self.is_hostname:
+            for domain in domains:
+                self.register(domain)
+
+    def identity(self) -> tuple[object, ...]:
+        return (
+            self.kind,
+            self.key,
+            self.namespaces,
+            self.max_skew,
+            self.node_filter,
+            self.selector,
+        )
+
+    def describe(self) -> str:
+        return f"{self.kind} on {self.key} (selector {self.selector.render()})"
+
+    # -- counting ------------------------------------------------------------------------
+    def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        return namespace in self.namespaces and self.selector.matches(labels)
+
+    def register(self, domain: str) -> None:
+        if domain not in self.domains:
+            self.domains[domain] = 0
+            self.empty.add(domain)
+            self._sorted = None
+
+    def record(self, domain: str) -> None:
+        count = self.domains.get(domain)
+        if count is None:
+            self._sorted = None
+            count = 0
+        self.domains[domain] = count + 1
+        self.empty.discard(domain)
+        self.nonzero.add(domain)
+        if self.empty_hosts is not None:
+            self.empty_hosts.discard(domain)
+
+    def count(self, domain: str) -> int:
+        return self.domains.get(domain, 0)
+
+    def sorted_domains(self) -> list[str]:
+        if self._sorted is None:
+            self._sorted = sorted(self.domains)
+        return self._sorted
+
+    def _single(self, domain: str) -> Requirement:
+        req = self._in.get(domain)
+        if req is None:
+            req = self._in[domain] = Requirement(self.key, False, frozenset((domain,)))
+        return req
+
+    # -- hostname: one node at a time ----------------------------------------------------
+    def allows_host(self, selects_pod: bool, pod_domains: Requirement, hostname: str) -> bool:
+        """May the pod go to node ``hostname`` (hostname-keyed groups only)?"""
+        count = self.domains.get(hostname, 0)
+        if self.kind == SPREAD:
+            return count + (1 if selects_pod else 0) <= self.max_skew
+        if self.kind == ANTI_AFFINITY:
+            return count == 0
+        if not pod_domains.has(hostname):
+            return False
+        if count > 0:
+            return True
+        return selects_pod and not self._any_compatible(pod_domains)
+
+    def _any_compatible(self, pod_domains: Requirement) -> bool:
+        return any(pod_domains.has(d) for d in self.nonzero)
+
+    # -- other keys: the domains a pod may use next --------------------------------------
+    def next_domains(
+        self, selects_pod: bool, pod_domains: Requirement, node_domains: Requirement
+    ) -> Requirement:
+        """The allowed domains as a requirement (``DoesNotExist`` when there are none)."""
+        if self.kind == SPREAD:
+            return self._next_spread(selects_pod, pod_domains, node_domains)
+        if self.kind == AFFINITY:
+            return self._next_affinity(selects_pod, pod_domains, node_domains)
+        return self._next_anti_affinity(pod_domains, node_domains)
+
+    def _candidates(self, node_domains: Requirement) -> Iterable[str]:
+        if not node_domains.complement:
+            return sorted(d for d in node_domains.values if d in self.domains)
+        return [d for d in self.sorted_domains() if node_domains.has(d)]
+
+    def _min_count(self, pod_domains: Requirement) -> int:
+        low = MAX_SKEW_UNBOUNDED
+        supported = 0
+        for domain, count in self.domains.items():
+            if pod_domains.has(domain):
+                supported += 1
+                low = min(low, count)
+        if self.min_domains is not None and supported < self.min_domains:
+            return 0
+        return low
+
+    def _next_spread(
+        self, selects_pod: bool, pod_domains: Requirement, node_domains: Requirement
+    ) -> Requirement:
+        low = self._min_count(pod_domains)
+        extra = 1 if selects_pod else 0
+        best = ""
+        best_count = MAX_SKEW_UNBOUNDED
+        for domain in self._candidates(node_domains):
+            count = self.domains[domain] + extra
+            if count - low <= self.max_skew and count < best_count:
+                best, best_count = domain, count
+        if not best:
+            return Requirement(self.key, False)
+        return self._single(best)
+
+    def _next_affinity(
+        self, selects_pod: bool, pod_domains: Requirement, node_domains: Requirement
+    ) -> Requirement:
+        options: list[str] = []
+        if not node_domains.complement:
+            options = [
+                d
+                for d in sorted(node_domains.values)
+                if self.domains.get(d, 0) > 0 and pod_domains.has(d)
+            ]
+        else:
+            options = [
+                d for d in sorted(self.nonzero) if pod_domains.has(d) and node_domains.has(d)
+            ]
+        if not options and selects_pod and not self._any_compatible(pod_domains):
+            # Nothing to be near yet: a self-selecting pod may start the group.
+            both = pod_domains.intersection(node_domains)
+            ordered = self.sorted_domains()
+            for domain in ordered:
+                if both.has(domain):
+                    options.append(domain)
+                    break
+            for domain in ordered:
+                if pod_domains.has(domain):
+                    if domain not in options:
+                        options.append(domain)
+                    break
+        if len(options) == 1:
+            return self._single(options[0])
+        return Requirement(self.key, False, frozenset(options))
+
+    def _next_anti_affinity(
+        self, pod_domains: Requirement, node_domains: Requirement
+    ) -> Requirement:
+        if not node_domains.complement and len(node_domains.values) < len(self.empty):
+            options = [d for d in node_domains.values if d in self.empty and pod_domains.has(d)]
+        else:
+            options = [d for d in self.empty if node_domains.has(d) and pod_domains.has(d)]
+        if len(options) == 1:
+            return self._single(options[0])
+        return Requirement(self.key, False, frozenset(options))
+
+
+def pod_domains_for(key: str, strict: Requirements) -> Requirement:
+    """What the pod's own (strict) requirements allow for ``key``."""
+    req = strict.find(key)
+    return req if req is not None else Requirement(key, True)

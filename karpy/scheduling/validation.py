@@ -1,0 +1,131 @@
+"""Pods Karpenter will not provision for, and why.
+
+Before scheduling, Karpenter sets aside pods whose node constraints it cannot honour on
+capacity it launches: node-selector terms using ``matchFields``, unsupported operators,
+malformed label keys or values, restricted labels (``kubernetes.io/hostname``, anything in
+the ``karpenter.sh`` or ``karpenter.k8s.aws`` domains that is not a well-known label),
+capacity-type values that do not exist, and pods that explicitly avoid Karpenter nodes
+(``karpenter.sh/nodepool DoesNotExist``). `pod_problem` returns that reason, or None.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Final
+
+from karpy.apis.labels import (
+    AWS_RESTRICTED_LABEL_DOMAINS,
+    CORE_RESTRICTED_LABEL_DOMAINS,
+    LABEL_NODEPOOL,
+    RESTRICTED_LABELS,
+    WELL_KNOWN_VALUES,
+    label_domain,
+    normalize_label,
+)
+from karpy.scheduling.requirements import (
+    DOES_NOT_EXIST,
+    GT,
+    GTE,
+    IN,
+    LT,
+    LTE,
+    SUPPORTED_OPERATORS,
+)
+
+if TYPE_CHECKING:
+    from karpy.apis.core import NodeSelectorRequirement
+    from karpy.scheduling.pods import Pod
+
+__all__ = ["AVOIDS_KARPENTER", "pod_problem"]
+
+RESTRICTED_DOMAINS: Final = CORE_RESTRICTED_LABEL_DOMAINS | AWS_RESTRICTED_LABEL_DOMAINS
+AVOIDS_KARPENTER: Final = "configured to not run on a Karpenter provisioned node"
+_NAME: Final = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_PREFIX: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_VALUE: Final = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def is_qualified_name(key: str) -> bool:
+    prefix, sep, name = key.rpartition("/")
+    if sep and (not prefix or len(prefix) > 253 or not _PREFIX.match(prefix)):
+        return False
+    return 0 < len(name) <= 63 and bool(_NAME.match(name))
+
+
+def is_label_value(value: str) -> bool:
+    return len(value) <= 63 and bool(_VALUE.match(value))
+
+
+def restricted_label(key: str, well_known: frozenset[str]) -> bool:
+    if key in well_known:
+        return False
+    domain = label_domain(key)
+    if any(domain == d or domain.endswith("." + d) for d in RESTRICTED_DOMAINS):
+        return True
+    return key in RESTRICTED_LABELS
+
+
+def requirement_problem(
+    key: str, operator: str, values: tuple[str, ...], well_known: frozenset[str]
+) -> str | None:
+    key = normalize_label(key)
+    if operator not in SUPPORTED_OPERATORS:
+        return f"key {key} has an unsupported operator {operator}"
+    if restricted_label(key, well_known):
+        return f"label {key} is restricted: it might interfere with karpenter's provisioning"
+    if not is_qualified_name(key):
+        return f"key {key} is not a qualified name"
+    for value in values:
+        if not is_label_value(value):
+            return f"invalid value {value!r} for key {key}"
+    if operator == IN and not values:
+        return f"key {key} with operator In must have a value defined"
+    known = WELL_KNOWN_VALUES.get(key)
+    if (
+        known is not None
+        and operator == IN
+        and key in well_known
+        and not known.intersection(values)
+    ):
+        return f"no valid values in {list(values)} for {key}, expected one of {sorted(known)}"
+    if operator in (GT, LT, GTE, LTE):
+        if len(values) != 1 or not values[0].isdigit():
+            return f"key {key} with operator {operator} must have a single positive integer value"
+    return None
+
+
+def _expression_problem(req: NodeSelectorRequirement, well_known: frozenset[str]) -> str | None:
+    return requirement_problem(req.key, req.operator, tuple(req.values), well_known)
+
+
+def pod_problem(pod: Pod, well_known: frozenset[str]) -> str | None:
+    """Why Karpenter would ignore ``pod``, or None if it can try to schedule it."""
+    for key, value in pod.node_selector:
+        problem = requirement_problem(key, IN, (value,), well_known)
+        if problem is not None:
+            return f"invalid node selector: {problem}"
+    if pod.uses_match_fields:
+        return "node selector term with matchFields is not supported"
+    for term in pod.required_node_terms:
+        for expr in term:
+            problem = _expression_problem(expr, well_known)
+            if problem is not None:
+                return f"invalid node affinity: {problem}"
+    if _avoids_karpenter(pod):
+        return AVOIDS_KARPENTER
+    if pod.has_dra_claims:
+        return "pod has Dynamic Resource Allocation requirements, which karpy does not support"
+    return None
+
+
+def _avoids_karpenter(pod: Pod) -> bool:
+    def avoids(key: str, operator: str) -> bool:
+        return normalize_label(key) == LABEL_NODEPOOL and operator == DOES_NOT_EXIST
+
+    if any(avoids(r.key, r.operator) for t in pod.required_node_terms[:1] for r in t):
+        return True
+    if pod.preferred_node_terms:
+        heaviest = max(pod.preferred_node_terms, key=lambda p: p.weight)
+        if any(avoids(r.key, r.operator) for r in heaviest.term):
+            return True
+    return False

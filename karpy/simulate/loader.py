@@ -1,0 +1,101 @@
+"""Reading simulate's inputs: files, directories and stdin; YAML streams and ``List`` kinds.
+
+Every object remembers the file it came from, so an unusable object is reported as
+``pods.yaml: Pod default/web-1: ...``. Kinds the simulation does not use are returned
+separately so the CLI can warn about them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import yaml
+
+from karpy.errors import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+__all__ = ["Document", "load_catalog", "load_objects"]
+
+SUFFIXES = (".yaml", ".yml", ".json")
+Document = tuple[str, dict[str, Any]]  # (source, object)
+
+
+def _files(path: str) -> list[tuple[str, Path | None]]:
+    if path == "-":
+        return [("<stdin>", None)]
+    p = Path(path)
+    if p.is_dir():
+        files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in SUFFIXES)
+        return [(str(f), f) for f in files]
+    if not p.exists():
+        raise UsageError(f"{path}: no such file or directory")
+    return [(str(p), p)]
+
+
+def _parse_stream(source: str, text: str) -> Iterator[Any]:
+    try:
+        if source.endswith(".json"):
+            yield json.loads(text)
+            return
+        yield from yaml.safe_load_all(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        where = f" (line {line + 1})" if line is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UsageError(f"{source}: does not parse{where}: {problem}") from exc
+
+
+def _flatten(source: str, doc: Any) -> Iterator[dict[str, Any]]:
+    if doc is None:
+        return
+    if not isinstance(doc, dict):
+        raise UsageError(f"{source}: expected a Kubernetes object, got {type(doc).__name__}")
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
+        for item in doc["items"]:
+            yield from _flatten(source, item)
+        return
+    if not isinstance(kind, str) or not kind:
+        raise UsageError(f"{source}: object without a kind")
+    yield doc
+
+
+def load_objects(paths: Sequence[str], stdin: TextIO | None = None) -> list[Document]:
+    """Every object in ``paths`` (files, directories, ``-`` for stdin) with its source."""
+    out: list[Document] = []
+    for path in paths:
+        for source, file in _files(path):
+            if file is None:
+                text = (stdin or sys.stdin).read()
+            else:
+                try:
+                    text = file.read_text(encoding="utf-8")
+                except OSError as exc:
+                    raise UsageError(f"{source}: {exc.strerror or exc}") from exc
+            for doc in _parse_stream(source, text):
+                out.extend((source, obj) for obj in _flatten(source, doc))
+    return out
+
+
+def load_catalog(path: str) -> dict[str, Any]:
+    files = _files(path)
+    if len(files) != 1:
+        raise UsageError(f"{path}: the instance-type catalog must be one file")
+    source, file = files[0]
+    if file is None:
+        text = sys.stdin.read()
+    else:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"{source}: {exc.strerror or exc}") from exc
+    docs = [d for d in _parse_stream(source, text) if d is not None]
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise UsageError(f"{source}: the instance-type catalog must be one mapping")
+    data: dict[str, Any] = docs[0]
+    return data
