@@ -32,7 +32,8 @@ from karpy.sandbox.apiserver.schema.nodes import SchemaNode, build_tree
 from karpy.sandbox.apiserver.schema.openapi import validate_openapi
 from karpy.sandbox.apiserver.schema.pruning import prune, prune_non_nullable_nulls
 from karpy.sandbox.apiserver.schema.ratchet import strict_equal
-from karpy.sandbox.apiserver.schema.rules import compile_rules, evaluate_rules
+from karpy.sandbox.apiserver.schema.ruleeval import evaluate_rules
+from karpy.sandbox.apiserver.schema.rules import compile_rules
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -82,12 +83,12 @@ def _check_defaults(node: SchemaNode, errors: list[FieldError]) -> None:
             if not strict_equal(wrapper.get("value"), node.default):
                 errors.append(FieldError.invalid(path, "object", "must not have unknown fields"))
         holder = SchemaNode("", type="object", properties={"default": node})
-        for problem in validate_openapi(holder, {"default": node.default}):
-            errors.append(
-                attrs.evolve(problem, path=f"{node.path}.{problem.path}")
-                if problem.path != "<nil>"
-                else problem
-            )
+        errors.extend(
+            attrs.evolve(problem, path=f"{node.path}.{problem.path}")
+            if problem.path != "<nil>"
+            else problem
+            for problem in validate_openapi(holder, {"default": node.default})
+        )
     for child in (*node.properties.values(), node.items, node.additional):
         if child is not None:
             _check_defaults(child, errors)

@@ -29,19 +29,19 @@ def apply_defaults(value: Any, node: SchemaNode | None) -> None:
             if key not in value or (value[key] is None and not child.nullable):
                 value[key] = copy.deepcopy(child.default)
         additional = node.additional
-        for key, item in value.items():
-            child = node.properties.get(key)
-            if child is not None:
-                apply_defaults(item, child)
+        for key in value:
+            declared = node.properties.get(key)
+            if declared is not None:
+                apply_defaults(value[key], declared)
             elif additional is not None:
-                if item is None and not additional.nullable and additional.has_default:
-                    item = value[key] = copy.deepcopy(additional.default)
-                apply_defaults(item, additional)
+                if value[key] is None and not additional.nullable and additional.has_default:
+                    value[key] = copy.deepcopy(additional.default)
+                apply_defaults(value[key], additional)
     elif isinstance(value, list):
         items = node.items
         if items is None:
             return
-        for index, item in enumerate(value):
-            if item is None and not items.nullable and items.has_default:
-                item = value[index] = copy.deepcopy(items.default)
-            apply_defaults(item, items)
+        for index in range(len(value)):
+            if value[index] is None and not items.nullable and items.has_default:
+                value[index] = copy.deepcopy(items.default)
+            apply_defaults(value[index], items)

@@ -35,7 +35,9 @@ _DNS1035_MESSAGE = (
     "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 )
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z"
+)
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 
 
@@ -62,13 +64,17 @@ def _label_key_errors(key: str) -> bool:
 
 
 def _validate_resource(path: str, obj: dict[str, Any], errors: list[FieldError]) -> None:
-    for field in ("apiVersion", "kind"):
-        if field not in obj:
-            errors.append(FieldError.required(f"{path}.{field}", "must not be empty"))
+    errors.extend(
+        FieldError.required(f"{path}.{field}", "must not be empty")
+        for field in ("apiVersion", "kind")
+        if field not in obj
+    )
     api_version = obj.get("apiVersion")
     if "apiVersion" in obj:
         if not isinstance(api_version, str):
-            errors.append(FieldError.invalid(f"{path}.apiVersion", shown(api_version), "must be a string"))
+            errors.append(
+                FieldError.invalid(f"{path}.apiVersion", shown(api_version), "must be a string")
+            )
         elif not api_version:
             errors.append(FieldError.invalid(f"{path}.apiVersion", "", "must not be empty"))
         elif (problem := _parse_group_version(api_version)) is not None:
@@ -90,14 +96,17 @@ def _validate_resource(path: str, obj: dict[str, Any], errors: list[FieldError])
         errors.append(FieldError.invalid(f"{path}.metadata", shown(metadata), "must be an object"))
         return
     labels = metadata.get("labels") or {}
-    for key, value in labels.items() if isinstance(labels, dict) else ():
+    if not isinstance(labels, dict):
+        return
+    label_path = f"{path}.metadata.labels"
+    for key, value in labels.items():
         if _label_key_errors(key):
             errors.append(
-                FieldError.invalid(f"{path}.metadata.labels", key, "name part must be a valid label key")
+                FieldError.invalid(label_path, key, "name part must be a valid label key")
             )
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
             errors.append(
-                FieldError.invalid(f"{path}.metadata.labels", shown(value), "must be a valid label value")
+                FieldError.invalid(label_path, shown(value), "must be a valid label value")
             )
 
 

@@ -13,11 +13,15 @@ from __future__ import annotations
 import base64
 import ipaddress
 import re
-from collections.abc import Callable
 from datetime import date
+from typing import TYPE_CHECKING
 
+from karpy.durations import DurationError, parse_duration
 from karpy.sandbox.apiserver.schema.cel.quantity import parse_cel_quantity
 from karpy.sandbox.apiserver.schema.cel.values import CelEvalError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["check_format", "is_known_format"]
 
@@ -50,7 +54,9 @@ _MAC = re.compile(
     r"^([0-9A-Fa-f]{2}([:-]))([0-9A-Fa-f]{2}\2){4}[0-9A-Fa-f]{2}"
     r"(\2[0-9A-Fa-f]{2}){0,14}\Z|^([0-9A-Fa-f]{4}\.){2,9}[0-9A-Fa-f]{4}\Z"
 )
-_DATE_TIME_CLOCK = re.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))\Z")
+_DATE_TIME_CLOCK = re.compile(
+    r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))\Z"
+)
 _SCALA_DURATION = re.compile(r"^\s*(?:\d+\s*[A-Za-zµ]+\s*)+\Z")
 _SCALA_PART = re.compile(r"(\d+)\s*([A-Za-zµ]+)")
 _SCALA_UNITS = (
@@ -90,8 +96,6 @@ def _is_date_time(text: str) -> bool:
 
 
 def _is_duration(text: str) -> bool:
-    from karpy.durations import DurationError, parse_duration
-
     try:
         parse_duration(text)
         return True
@@ -99,8 +103,8 @@ def _is_duration(text: str) -> bool:
         pass
     if not _SCALA_DURATION.match(text):
         return False
-    for _, unit in _SCALA_PART.findall(text):
-        unit = unit.lower().strip()
+    for _, raw_unit in _SCALA_PART.findall(text):
+        unit = raw_unit.lower().strip()
         for variants in _SCALA_UNITS:
             if any(
                 (i == len(variants) - 1 and unit.startswith(v)) or unit == v
@@ -220,9 +224,9 @@ _CHECKS: dict[str, Callable[[str], bool]] = {
     "bsonobjectid": lambda s: bool(_BSON_OBJECT_ID.match(s)),
     "uri": _is_uri,
     "email": lambda s: bool(_EMAIL.match(s)),
-    "hostname": lambda s: bool(_HOSTNAME.match(s))
-    and len(s) <= 255
-    and all(len(p) <= 63 for p in s.split(".")),
+    "hostname": lambda s: (
+        bool(_HOSTNAME.match(s)) and len(s) <= 255 and all(len(p) <= 63 for p in s.split("."))
+    ),
     "ipv4": _is_ipv4,
     "ipv6": _is_ipv6,
     "cidr": _is_cidr,

@@ -142,8 +142,8 @@ class _Builder:
         node.list_map_keys = tuple(raw.get("x-kubernetes-list-map-keys") or ())
         node.map_type = raw.get("x-kubernetes-map-type")
         node.raw_rules = tuple(raw.get("x-kubernetes-validations") or ())
-        node.types = ("integer", "string") if node.int_or_string else (
-            (node.type,) if node.type else ()
+        node.types = (
+            ("integer", "string") if node.int_or_string else ((node.type,) if node.type else ())
         )
         pattern = raw.get("pattern")
         if pattern:
@@ -168,7 +168,9 @@ class _Builder:
             node.items = self.build(items, f"{path}.items", spine=spine, what="array items")
         elif items is not None:
             self.errors.append(
-                FieldError.forbidden(f"{path}.items", "items must be a schema object and not an array")
+                FieldError.forbidden(
+                    f"{path}.items", "items must be a schema object and not an array"
+                )
             )
         additional = raw.get("additionalProperties")
         if isinstance(additional, dict):
@@ -182,7 +184,9 @@ class _Builder:
                 self.build(b, f"{path}.{keyword}[{i}]", spine=False, what="")
                 for i, b in enumerate(raw.get(keyword) or ())
             )
-            setattr(node, {"allOf": "all_of", "anyOf": "any_of", "oneOf": "one_of"}[keyword], branches)
+            setattr(
+                node, {"allOf": "all_of", "anyOf": "any_of", "oneOf": "one_of"}[keyword], branches
+            )
         if raw.get("not") is not None:
             node.not_ = self.build(raw["not"], f"{path}.not", spine=False, what="")
 
@@ -211,7 +215,8 @@ class _Builder:
             errors.append(
                 FieldError.forbidden(
                     f"{path}.uniqueItems",
-                    "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+                    "uniqueItems cannot be set to true since the runtime complexity "
+                    "becomes quadratic",
                 )
             )
         if node.properties and (node.additional is not None or node.additional_allowed is False):
@@ -222,25 +227,29 @@ class _Builder:
                 )
             )
         if node.type == "array" and node.items is None:
-            errors.append(
-                FieldError.required(f"{path}.items", "must be specified for type array")
-            )
+            errors.append(FieldError.required(f"{path}.items", "must be specified for type array"))
         if node.embedded and node.type != "object":
             errors.append(
                 FieldError.invalid(
-                    f"{path}.type", node.type, "must be object if x-kubernetes-embedded-resource is true"
+                    f"{path}.type",
+                    node.type,
+                    "must be object if x-kubernetes-embedded-resource is true",
                 )
             )
         self.check_list_extensions(node)
         if node.map_type is not None:
             if node.map_type not in _MAP_TYPES:
                 errors.append(
-                    FieldError.not_supported(f"{path}.x-kubernetes-map-type", node.map_type, list(_MAP_TYPES))
+                    FieldError.not_supported(
+                        f"{path}.x-kubernetes-map-type", node.map_type, list(_MAP_TYPES)
+                    )
                 )
             elif node.type != "object":
                 errors.append(
                     FieldError.invalid(
-                        f"{path}.type", node.type, "must be object if x-kubernetes-map-type is specified"
+                        f"{path}.type",
+                        node.type,
+                        "must be object if x-kubernetes-map-type is specified",
                     )
                 )
 
@@ -258,13 +267,17 @@ class _Builder:
             return
         if node.list_type not in _LIST_TYPES:
             errors.append(
-                FieldError.not_supported(f"{path}.x-kubernetes-list-type", node.list_type, list(_LIST_TYPES))
+                FieldError.not_supported(
+                    f"{path}.x-kubernetes-list-type", node.list_type, list(_LIST_TYPES)
+                )
             )
             return
         if node.type != "array":
             errors.append(
                 FieldError.invalid(
-                    f"{path}.type", node.type, "must be array if x-kubernetes-list-type is specified"
+                    f"{path}.type",
+                    node.type,
+                    "must be array if x-kubernetes-list-type is specified",
                 )
             )
             return
@@ -322,7 +335,10 @@ class _Builder:
                     )
                 )
                 continue
-            if key_node.type not in ("string", "integer", "number", "boolean") and not key_node.int_or_string:
+            if (
+                key_node.type not in ("string", "integer", "number", "boolean")
+                and not key_node.int_or_string
+            ):
                 errors.append(
                     FieldError.invalid(
                         f"{path}.items.properties[{key}].type",

@@ -97,9 +97,13 @@ class _Validator:
         self.errors.append(FieldError("<nil>", ErrorType.INVALID, "", detail))
 
     def validate(self, node: SchemaNode, value: Any, name: str, old: Any = MISSING) -> None:
-        if old is not MISSING and self.correlation is not None:
-            if self.correlation.unchanged(node, old, value):
-                return
+        correlation = self.correlation
+        if (
+            old is not MISSING
+            and correlation is not None
+            and correlation.unchanged(node, old, value)
+        ):
+            return
         if value is None:
             self.check_type(node, value, name)
             if node.enum is not None:
@@ -111,9 +115,7 @@ class _Validator:
             self.check_branches(node, value, name)
         if isinstance(value, str):
             self.check_string(node, value, name)
-            if node.format and value:
-                self.check_string_format(node, value, name)
-            elif node.format:
+            if node.format:
                 self.check_string_format(node, value, name)
         elif isinstance(value, int | float) and not isinstance(value, bool):
             self.check_number(node, value, name)
@@ -156,7 +158,9 @@ class _Validator:
             self.errors.append(FieldError(_field_path(name), ErrorType.TOO_LONG, detail=detail))
             return
         if node.min_length is not None and len(value) < node.min_length:
-            self.invalid(name, value, f"{name} in body should be at least {node.min_length} chars long")
+            self.invalid(
+                name, value, f"{name} in body should be at least {node.min_length} chars long"
+            )
             return
         if node.pattern_re is not None and node.pattern_re.search(value) is None:
             self.invalid(name, value, f"{name} in body should match '{node.pattern}'")
@@ -178,20 +182,26 @@ class _Validator:
             below = value <= limit if node.exclusive_minimum else value < limit
             if below:
                 relation = "greater than" if node.exclusive_minimum else "greater than or equal to"
-                self.invalid(name, value, f"{name} in body should be {relation} {_bound_text(bound, value)}")
+                self.invalid(
+                    name, value, f"{name} in body should be {relation} {_bound_text(bound, value)}"
+                )
         if node.maximum is not None:
             bound = node.maximum
             limit = math.trunc(bound) if isinstance(value, int) else bound
             above = value >= limit if node.exclusive_maximum else value > limit
             if above:
                 relation = "less than" if node.exclusive_maximum else "less than or equal to"
-                self.invalid(name, value, f"{name} in body should be {relation} {_bound_text(bound, value)}")
+                self.invalid(
+                    name, value, f"{name} in body should be {relation} {_bound_text(bound, value)}"
+                )
 
     def check_multiple_of(self, factor: float, value: float, name: str) -> None:
         if factor < 0:
             shown_factor = _bound_text(factor, value)
             self.invalid(
-                name, factor, f"factor MultipleOf declared for {name} must be positive: {shown_factor}"
+                name,
+                factor,
+                f"factor MultipleOf declared for {name} must be positive: {shown_factor}",
             )
             return
         if isinstance(value, int) and math.trunc(factor) != 0:
@@ -201,7 +211,9 @@ class _Validator:
             return
         ratio = (1 / factor * value) if factor < 1 else (value / factor)
         if not _is_json_integer(ratio):
-            self.invalid(name, value, f"{name} in body should be a multiple of {go_float(float(factor))}")
+            self.invalid(
+                name, value, f"{name} in body should be a multiple of {go_float(float(factor))}"
+            )
 
     def check_array(self, node: SchemaNode, value: list[Any], name: str, old: Any) -> None:
         items = node.items
@@ -231,7 +243,9 @@ class _Validator:
     def too_many(self, name: str, actual: int, limit: int) -> None:
         unit = "item" if limit == 1 else "items"
         self.errors.append(
-            FieldError(_field_path(name), ErrorType.TOO_MANY, actual, f"must have at most {limit} {unit}")
+            FieldError(
+                _field_path(name), ErrorType.TOO_MANY, actual, f"must have at most {limit} {unit}"
+            )
         )
 
     def check_enum(self, node: SchemaNode, value: Any, name: str) -> None:
@@ -352,9 +366,7 @@ def _deep_equal(left: Any, right: Any) -> bool:
     return bool(left == right)
 
 
-def validate_openapi(
-    root: SchemaNode, obj: Any, old: Any | None = None
-) -> list[FieldError]:
+def validate_openapi(root: SchemaNode, obj: Any, old: Any | None = None) -> list[FieldError]:
     """Every OpenAPI violation of ``obj`` (a whole custom resource); with ``old`` (an
     update), unchanged correlated values are not re-validated."""
     correlation = Correlation() if old is not None else None

@@ -18,18 +18,19 @@ overflow, which are easier to guarantee here than to patch into it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 from celpy.celparser import CELParseError, CELParser
-from lark import Token, Tree
 
-from karpy.sandbox.apiserver.schema.cel import k8slib, stdlib
+from karpy.sandbox.apiserver.schema.cel import k8slib, stdlib, strings
 from karpy.sandbox.apiserver.schema.cel import operators as ops
 from karpy.sandbox.apiserver.schema.cel import types as t
 from karpy.sandbox.apiserver.schema.cel.library import FUNCTIONS, Function
 from karpy.sandbox.apiserver.schema.cel.literals import LiteralError, decode_literal
-from karpy.sandbox.apiserver.schema.cel.types import CelType
+from karpy.sandbox.apiserver.schema.cel.macros import compile_comprehension, compile_has
+from karpy.sandbox.apiserver.schema.cel.syntax import literal_string, position, unwrap_ident
+from karpy.sandbox.apiserver.schema.cel.types import display
 from karpy.sandbox.apiserver.schema.cel.values import (
     CelEvalError,
     TypeValue,
@@ -38,14 +39,30 @@ from karpy.sandbox.apiserver.schema.cel.values import (
 )
 from karpy.sandbox.apiserver.schema.regex import RegexError, compile_go_regex
 
+if TYPE_CHECKING:
+    from lark import Token, Tree
+
+    from karpy.sandbox.apiserver.schema.cel.types import CelType
+
 __all__ = ["CelCompileError", "CompiledExpression", "compile_expression"]
 
-assert k8slib and stdlib  # the libraries register their functions on import
+assert k8slib and stdlib and strings  # the libraries register their functions on import
 
 Fn = Callable[[list[Any]], Any]
 _PARSER = CELParser()
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
-_TYPE_NAMES = ("int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type")
+_TYPE_NAMES = (
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+)
 _REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
 _ORDERED = frozenset({"int", "uint", "double", "string", "bytes", "bool", "duration", "timestamp"})
 _NUMERIC = frozenset({"int", "uint", "double"})
@@ -74,57 +91,6 @@ class CompiledExpression:
         return self.fn(frame)
 
 
-def _position(node: Tree | Token) -> tuple[int, int]:
-    if isinstance(node, Token):
-        return node.line or 1, node.column or 1
-    meta = node.meta
-    if getattr(meta, "empty", True):
-        return 1, 1
-    return meta.line, meta.column
-
-
-def _children(tree: Tree) -> list[Any]:
-    return list(tree.children)
-
-
-def _unwrap_ident(tree: Any) -> str | None:
-    """The identifier a wrapper chain (expr -> ... -> primary -> ident) ends in."""
-    node = tree
-    while isinstance(node, Tree):
-        if node.data == "ident":
-            return str(node.children[0])
-        if len(node.children) != 1:
-            return None
-        node = node.children[0]
-    return None
-
-
-def _unwrap(tree: Any, kind: str) -> Tree | None:
-    node = tree
-    while isinstance(node, Tree):
-        if node.data == kind:
-            return node
-        if len(node.children) != 1:
-            return None
-        node = node.children[0]
-    return None
-
-
-def _literal_string(tree: Any) -> str | None:
-    literal = _unwrap(tree, "literal")
-    if literal is None:
-        return None
-    token = literal.children[0]
-    if token.type not in ("STRING_LIT", "MLSTRING_LIT"):
-        return None
-    value = decode_literal(token.type, str(token))
-    return value if isinstance(value, str) else None
-
-
-def _display(kind: CelType) -> str:
-    return "object" if kind.kind == "object" else str(kind)
-
-
 class _Compiler:
     def __init__(self, source: str, variables: dict[str, CelType]) -> None:
         self.source = source
@@ -134,11 +100,17 @@ class _Compiler:
         self.slots = len(variables)
         self.used: set[str] = set()
 
-    def error(self, node: Tree | Token, message: str) -> CelCompileError:
-        line, column = _position(node)
+    def error(self, node: Tree[Any] | Token, message: str) -> CelCompileError:
+        line, column = position(node)
         source_line = self.source.splitlines()[line - 1] if self.source else ""
-        text = f"ERROR: <input>:{line}:{column}: {message}\n | {source_line}\n | {'.' * (column - 1)}^"
+        text = (
+            f"ERROR: <input>:{line}:{column}: {message}\n | {source_line}\n | {'.' * (column - 1)}^"
+        )
         return CelCompileError(text)
+
+    def no_overload(self, node: Tree[Any] | Token, name: str, *kinds: CelType) -> CelCompileError:
+        applied = ", ".join(display(k) for k in kinds)
+        return self.error(node, f"found no matching overload for '{name}' applied to '({applied})'")
 
     def lookup(self, name: str) -> tuple[int, CelType] | None:
         for scope in reversed(self.scopes):
@@ -164,11 +136,14 @@ class _Compiler:
 
     # --- logic ---------------------------------------------------------------------
 
-    def c_expr(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_expr(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         condition, then, otherwise = (self.compile(c) for c in tree.children)
         cond_fn, cond_type = condition
         if cond_type.kind not in ("bool", "dyn"):
-            raise self.error(tree, f"found no matching overload for '_?_:_' applied to '({_display(cond_type)}, ...)'")
+            raise self.error(
+                tree,
+                f"found no matching overload for '_?_:_' applied to '({display(cond_type)}, ...)'",
+            )
         then_fn, then_type = then
         else_fn, else_type = otherwise
 
@@ -183,13 +158,13 @@ class _Compiler:
         same = str(then_type) == str(else_type)
         return ternary, then_type if same else (then_type if else_type.kind == "null" else t.DYN)
 
-    def c_conditionalor(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_conditionalor(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         return self.logical(tree, "_||_", short_circuit=True)
 
-    def c_conditionaland(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_conditionaland(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         return self.logical(tree, "_&&_", short_circuit=False)
 
-    def logical(self, tree: Tree, name: str, short_circuit: bool) -> tuple[Fn, CelType]:
+    def logical(self, tree: Tree[Any], name: str, short_circuit: bool) -> tuple[Fn, CelType]:
         left_fn, left_type = self.compile(tree.children[0])
         right_fn, right_type = self.compile(tree.children[1])
         for kind in (left_type, right_type):
@@ -197,7 +172,7 @@ class _Compiler:
                 raise self.error(
                     tree,
                     f"found no matching overload for '{name}' applied to "
-                    f"'({_display(left_type)}, {_display(right_type)})'",
+                    f"'({display(left_type)}, {display(right_type)})'",
                 )
         decisive = short_circuit  # the value that decides: True for ||, False for &&
 
@@ -209,7 +184,7 @@ class _Compiler:
                 problem = err
             else:
                 if left is decisive:
-                    return decisive
+                    return short_circuit
                 if left is not (not decisive):
                     problem = no_such_overload(name, left)
             try:
@@ -219,7 +194,7 @@ class _Compiler:
                     raise problem from None
                 raise
             if right is decisive:
-                return decisive
+                return short_circuit
             if right is not (not decisive):
                 raise problem or no_such_overload(name, right)
             if problem is not None:
@@ -230,7 +205,7 @@ class _Compiler:
 
     # --- relations -------------------------------------------------------------------
 
-    def c_relation(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_relation(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         operator_tree, right_tree = tree.children
         operator = operator_tree.data.removeprefix("relation_")
         left_fn, left_type = self.compile(operator_tree.children[0])
@@ -247,14 +222,11 @@ class _Compiler:
             return (lambda f: ops.contains(left_fn(f), right_fn(f))), t.BOOL
         return (lambda f: ops.compare(symbol, left_fn(f), right_fn(f))), t.BOOL
 
-    def check_relation(self, tree: Tree, symbol: str, left: CelType, right: CelType) -> None:
+    def check_relation(self, tree: Tree[Any], symbol: str, left: CelType, right: CelType) -> None:
         if left.is_dyn or right.is_dyn:
             return
         name = {"in": "@in"}.get(symbol, f"_{symbol}_")
-        failure = self.error(
-            tree,
-            f"found no matching overload for '{name}' applied to '({_display(left)}, {_display(right)})'",
-        )
+        failure = self.no_overload(tree, name, left, right)
         if symbol == "in":
             if right.kind not in ("list", "map"):
                 raise failure
@@ -270,13 +242,13 @@ class _Compiler:
 
     # --- arithmetic ----------------------------------------------------------------------
 
-    def c_addition(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_addition(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         return self.arithmetic(tree)
 
-    def c_multiplication(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_multiplication(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         return self.arithmetic(tree)
 
-    def arithmetic(self, tree: Tree) -> tuple[Fn, CelType]:
+    def arithmetic(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         operator_tree, right_tree = tree.children
         operator = operator_tree.data.split("_", 1)[1]
         left_fn, left_type = self.compile(operator_tree.children[0])
@@ -288,7 +260,9 @@ class _Compiler:
         }[symbol]  # fmt: skip
         return (lambda f: function(left_fn(f), right_fn(f))), result
 
-    def arithmetic_type(self, tree: Tree, symbol: str, left: CelType, right: CelType) -> CelType:
+    def arithmetic_type(
+        self, tree: Tree[Any], symbol: str, left: CelType, right: CelType
+    ) -> CelType:
         if left.is_dyn or right.is_dyn:
             return t.DYN
         kinds = (left.kind, right.kind)
@@ -313,16 +287,18 @@ class _Compiler:
             raise self.error(
                 tree,
                 f"found no matching overload for '_{symbol}_' applied to "
-                f"'({_display(left)}, {_display(right)})'",
+                f"'({display(left)}, {display(right)})'",
             )
         return result
 
-    def c_unary(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_unary(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         operator, operand = tree.children
         fn, kind = self.compile(operand)
         if operator.data == "unary_not":
             if kind.kind not in ("bool", "dyn"):
-                raise self.error(tree, f"found no matching overload for '!_' applied to '({_display(kind)})'")
+                raise self.error(
+                    tree, f"found no matching overload for '!_' applied to '({display(kind)})'"
+                )
 
             def logical_not(frame: list[Any]) -> bool:
                 value = fn(frame)
@@ -332,23 +308,29 @@ class _Compiler:
 
             return logical_not, t.BOOL
         if kind.kind not in ("int", "double", "dyn", "duration"):
-            raise self.error(tree, f"found no matching overload for '-_' applied to '({_display(kind)})'")
+            raise self.error(
+                tree, f"found no matching overload for '-_' applied to '({display(kind)})'"
+            )
         return (lambda f: ops.negate(fn(f))), kind
 
     # --- members -------------------------------------------------------------------------
 
-    def c_member_dot(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_member_dot(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         target, name_token = tree.children
         name = str(name_token)
-        receiver = _unwrap_ident(target)
-        if receiver is not None and self.lookup(receiver) is None and f"{receiver}.{name}" in _TYPE_NAMES:
+        receiver = unwrap_ident(target)
+        if (
+            receiver is not None
+            and self.lookup(receiver) is None
+            and f"{receiver}.{name}" in _TYPE_NAMES
+        ):
             value = TypeValue(f"{receiver}.{name}")
             return (lambda f: value), t.TYPE
         fn, kind = self.compile(target)
         key, field_type = self.field(name_token, kind, name)
         return (lambda f: ops.select(fn(f), key)), field_type
 
-    def field(self, token: Token, kind: CelType, name: str) -> tuple[str, CelType]:
+    def field(self, token: Token | Tree[Any], kind: CelType, name: str) -> tuple[str, CelType]:
         """The property a selection reads and its type (checking it exists)."""
         if kind.kind == "object":
             entry = (kind.fields or {}).get(name)
@@ -359,47 +341,47 @@ class _Compiler:
             return name, kind.elem or t.DYN
         if kind.kind == "dyn":
             return name, t.DYN
-        raise self.error(token, f"type '{_display(kind)}' does not support field selection")
+        raise self.error(token, f"type '{display(kind)}' does not support field selection")
 
-    def c_member_index(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_member_index(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         target, key_tree = tree.children
         fn, kind = self.compile(target)
         key_fn, key_type = self.compile(key_tree)
         if kind.kind == "list":
             if key_type.kind not in ("int", "uint", "dyn"):
-                raise self.error(tree, f"found no matching overload for '_[_]' applied to '({_display(kind)}, {_display(key_type)})'")
+                raise self.no_overload(tree, "_[_]", kind, key_type)
             result = kind.elem or t.DYN
         elif kind.kind == "map":
             result = kind.elem or t.DYN
         elif kind.kind == "dyn":
             result = t.DYN
         else:
-            raise self.error(tree, f"found no matching overload for '_[_]' applied to '({_display(kind)}, {_display(key_type)})'")
+            raise self.no_overload(tree, "_[_]", kind, key_type)
         return (lambda f: ops.index(fn(f), key_fn(f))), result
 
-    def c_member_dot_arg(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_member_dot_arg(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         target, name_token, *rest = tree.children
         name = str(name_token)
         args = list(rest[0].children) if rest else []
-        receiver_ident = _unwrap_ident(target)
+        receiver_ident = unwrap_ident(target)
         if receiver_ident is not None and self.lookup(receiver_ident) is None:
             qualified = f"{receiver_ident}.{name}"
             if qualified in FUNCTIONS:
                 return self.call(tree, FUNCTIONS[qualified], None, args)
-        if name in _MACROS and args and _unwrap_ident(args[0]) is not None:
-            return self.macro(tree, name, target, args)
+        if name in _MACROS and args and unwrap_ident(args[0]) is not None:
+            return compile_comprehension(self, tree, name, target, args)
         function = FUNCTIONS.get(name)
         if function is None or not function.has_style(member=True):
             raise self.error(name_token, f"undeclared reference to '{name}' (in container '')")
         return self.call(tree, function, target, args)
 
-    def c_member_object(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_member_object(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         raise self.error(tree, "message construction is not supported")
 
     # --- primaries ------------------------------------------------------------------------
 
-    def c_literal(self, tree: Tree) -> tuple[Fn, CelType]:
-        token = tree.children[0]
+    def c_literal(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
+        token = cast("Token", tree.children[0])
         try:
             value = decode_literal(token.type, str(token))
         except LiteralError as err:
@@ -410,7 +392,7 @@ class _Compiler:
         }[token.type]  # fmt: skip
         return (lambda f: value), kind
 
-    def c_ident(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_ident(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         token = tree.children[0]
         name = str(token)
         entry = self.lookup(name)
@@ -423,19 +405,22 @@ class _Compiler:
             return (lambda f: value), t.TYPE
         raise self.error(token, f"undeclared reference to '{name}' (in container '')")
 
-    def c_paren_expr(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_paren_expr(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         return self.compile(tree.children[0])
 
-    def c_list_lit(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_list_lit(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         items = [self.compile(c) for c in tree.children[0].children] if tree.children else []
         fns = [fn for fn, _ in items]
         kinds = {str(kind) for _, kind in items}
         elem = items[0][1] if len(kinds) == 1 else t.DYN
         return (lambda f: [fn(f) for fn in fns]), t.list_of(elem)
 
-    def c_map_lit(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_map_lit(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         entries = list(tree.children[0].children) if tree.children else []
-        pairs = [(self.compile(k), self.compile(v)) for k, v in zip(entries[::2], entries[1::2], strict=True)]
+        pairs = [
+            (self.compile(k), self.compile(v))
+            for k, v in zip(entries[::2], entries[1::2], strict=True)
+        ]
         key_fns = [k[0] for k, _ in pairs]
         value_fns = [v[0] for _, v in pairs]
         key_kinds = {str(k[1]) for k, _ in pairs}
@@ -454,39 +439,43 @@ class _Compiler:
 
         return build, t.map_of(key_type, value_type)
 
-    def c_ident_arg(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_ident_arg(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         name_token, *rest = tree.children
         name = str(name_token)
         args = list(rest[0].children) if rest else []
         if name == "has":
-            return self.has_macro(tree, args)
+            return compile_has(self, tree, args)
         function = FUNCTIONS.get(name)
         if function is None or not function.has_style(member=False):
             raise self.error(name_token, f"undeclared reference to '{name}' (in container '')")
         return self.call(tree, function, None, args)
 
-    def c_dot_ident(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_dot_ident(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         return self.c_ident(tree)
 
-    def c_dot_ident_arg(self, tree: Tree) -> tuple[Fn, CelType]:
+    def c_dot_ident_arg(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         return self.c_ident_arg(tree)
 
     # --- calls -------------------------------------------------------------------------------
 
-    def call(self, tree: Tree, function: Function, target: Any, args: list[Any]) -> tuple[Fn, CelType]:
-        compiled = ([self.compile(target)] if target is not None else []) + [self.compile(a) for a in args]
+    def call(
+        self, tree: Tree[Any], function: Function, target: Any, args: list[Any]
+    ) -> tuple[Fn, CelType]:
+        compiled = ([self.compile(target)] if target is not None else []) + [
+            self.compile(a) for a in args
+        ]
         fns = [fn for fn, _ in compiled]
         kinds = [kind for _, kind in compiled]
         member = target is not None
         result = function.check(member, kinds)
         if result is None:
-            shown = ", ".join(_display(k) for k in (kinds[1:] if member else kinds))
-            applied = f"{_display(kinds[0])}.({shown})" if member else f"({shown})"
+            shown = ", ".join(display(k) for k in (kinds[1:] if member else kinds))
+            applied = f"{display(kinds[0])}.({shown})" if member else f"({shown})"
             raise self.error(
                 tree, f"found no matching overload for '{function.name}' applied to '{applied}'"
             )
         if function.name in _REGEX_FUNCTIONS and len(args) >= 1:
-            pattern = _literal_string(args[0] if member else args[-1])
+            pattern = literal_string(args[0] if member else args[-1])
             if pattern is not None:
                 try:
                     compile_go_regex(pattern)
@@ -500,122 +489,6 @@ class _Compiler:
             first, second = fns
             return (lambda f: impl(first(f), second(f))), result
         return (lambda f: impl(*[fn(f) for fn in fns])), result
-
-    # --- macros --------------------------------------------------------------------------------
-
-    def has_macro(self, tree: Tree, args: list[Any]) -> tuple[Fn, CelType]:
-        select = _unwrap(args[0], "member_dot") if len(args) == 1 else None
-        if select is None:
-            raise self.error(tree, "invalid argument to has() macro")
-        target, name_token = select.children
-        fn, kind = self.compile(target)
-        key, _ = self.field(name_token, kind, str(name_token))
-
-        def has(frame: list[Any]) -> bool:
-            container = fn(frame)
-            if isinstance(container, dict):
-                return key in container
-            raise CelEvalError("invalid type for field selection.")
-
-        return has, t.BOOL
-
-    def macro(self, tree: Tree, name: str, target: Any, args: list[Any]) -> tuple[Fn, CelType]:
-        if not (len(args) == 2 or (name == "map" and len(args) == 3)):
-            raise self.error(tree, f"no matching overload for macro '{name}'")
-        range_fn, range_type = self.compile(target)
-        if range_type.kind == "list":
-            elem = range_type.elem or t.DYN
-        elif range_type.kind == "map":
-            elem = range_type.key or t.DYN
-        elif range_type.is_dyn:
-            elem = t.DYN
-        else:
-            raise self.error(tree, f"expression of type '{_display(range_type)}' cannot be range of a comprehension (must be list, map, or dynamic)")
-        variable = _unwrap_ident(args[0]) or ""
-        slot = self.slots
-        self.slots += 1
-        self.scopes.append({variable: (slot, elem)})
-        try:
-            bodies = [self.compile(a) for a in args[1:]]
-        finally:
-            self.scopes.pop()
-        if name in ("all", "exists", "exists_one", "filter"):
-            if bodies[0][1].kind not in ("bool", "dyn"):
-                raise self.error(tree, f"found no matching overload for '{name}' predicate of type '{_display(bodies[0][1])}'")
-        body = bodies[0][0]
-
-        def items(frame: list[Any]) -> Any:
-            container = range_fn(frame)
-            if isinstance(container, list | dict):
-                return container
-            raise no_such_overload(name, container)
-
-        if name in ("all", "exists"):
-            decisive = name == "exists"
-
-            def quantifier(frame: list[Any]) -> bool:
-                problem: CelEvalError | None = None
-                for item in items(frame):
-                    frame[slot] = item
-                    try:
-                        value = body(frame)
-                    except CelEvalError as err:
-                        problem = problem or err
-                        continue
-                    if value is decisive:
-                        return decisive
-                    if value is not (not decisive):
-                        problem = problem or no_such_overload(name, value)
-                if problem is not None:
-                    raise problem
-                return not decisive
-
-            return quantifier, t.BOOL
-        if name == "exists_one":
-
-            def exists_one(frame: list[Any]) -> bool:
-                count = 0
-                for item in items(frame):
-                    frame[slot] = item
-                    value = body(frame)
-                    if value is True:
-                        count += 1
-                    elif value is not False:
-                        raise no_such_overload(name, value)
-                return count == 1
-
-            return exists_one, t.BOOL
-        if name == "filter":
-
-            def filter_items(frame: list[Any]) -> list[Any]:
-                kept = []
-                for item in items(frame):
-                    frame[slot] = item
-                    value = body(frame)
-                    if value is True:
-                        kept.append(item)
-                    elif value is not False:
-                        raise no_such_overload(name, value)
-                return kept
-
-            return filter_items, t.list_of(elem)
-        transform, result_type = bodies[-1]
-        predicate = body if len(bodies) == 2 else None
-
-        def map_items(frame: list[Any]) -> list[Any]:
-            mapped = []
-            for item in items(frame):
-                frame[slot] = item
-                if predicate is not None:
-                    keep = predicate(frame)
-                    if keep is False:
-                        continue
-                    if keep is not True:
-                        raise no_such_overload(name, keep)
-                mapped.append(transform(frame))
-            return mapped
-
-        return map_items, t.list_of(result_type)
 
 
 def compile_expression(source: str, variables: dict[str, CelType]) -> CompiledExpression:
@@ -631,7 +504,7 @@ def compile_expression(source: str, variables: dict[str, CelType]) -> CompiledEx
             f"ERROR: <input>:{line}:{column}: Syntax error: {str(err.args[0]).splitlines()[0]}\n"
             f" | {source_line}\n | {'.' * (column - 1)}^"
         ) from None
-    compiler = _Compiler(source, {name: kind for name, kind in variables.items()})
+    compiler = _Compiler(source, dict(variables))
     fn, result_type = compiler.compile(tree)
     return CompiledExpression(
         source=source,

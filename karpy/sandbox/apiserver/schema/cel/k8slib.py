@@ -100,8 +100,12 @@ register(_compare_to, "quantity.compareTo(quantity) -> int")
 register(_approximate_float, "quantity.asApproximateFloat() -> double")
 register(_as_integer, "quantity.asInteger() -> int")
 register(_is_integer, "quantity.isInteger() -> bool")
-register(_arithmetic("add", 1), "quantity.add(quantity) -> quantity", "quantity.add(int) -> quantity")
-register(_arithmetic("sub", -1), "quantity.sub(quantity) -> quantity", "quantity.sub(int) -> quantity")
+register(
+    _arithmetic("add", 1), "quantity.add(quantity) -> quantity", "quantity.add(int) -> quantity"
+)
+register(
+    _arithmetic("sub", -1), "quantity.sub(quantity) -> quantity", "quantity.sub(int) -> quantity"
+)
 
 
 # --- URLs ------------------------------------------------------------------------------
@@ -137,9 +141,8 @@ def _url(text: Any) -> UrlValue:
         raise no_such_overload("url", text)
     parsed = _parse_url(text)
     if parsed is None:
-        raise CelEvalError(
-            f'URL parse error during conversion from string: parse "{text}": invalid URI for request'
-        )
+        problem = f'parse "{text}": invalid URI for request'
+        raise CelEvalError(f"URL parse error during conversion from string: {problem}")
     return parsed
 
 
@@ -168,11 +171,15 @@ def _port(parts: urllib.parse.SplitResult) -> str:
 
 
 def _query(parts: urllib.parse.SplitResult) -> dict[str, list[str]]:
-    return {k: list(v) for k, v in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items()}
+    return {
+        k: list(v) for k, v in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items()
+    }
 
 
 register(_url, "url(string) -> url")
-register(lambda text: isinstance(text, str) and _parse_url(text) is not None, "isURL(string) -> bool")
+register(
+    lambda text: isinstance(text, str) and _parse_url(text) is not None, "isURL(string) -> bool"
+)
 register(_url_part("getScheme", lambda p: p.scheme), "url.getScheme() -> string")
 register(_url_part("getHost", lambda p: p.netloc.rpartition("@")[2]), "url.getHost() -> string")
 register(_url_part("getHostname", _hostname), "url.getHostname() -> string")
@@ -219,7 +226,9 @@ def _parse_ip(text: str) -> IPAddress:
     try:
         address = ipaddress.ip_address(text)
     except ValueError:
-        raise CelEvalError(f'IP Address "{text}" parse error during conversion from string') from None
+        raise CelEvalError(
+            f'IP Address "{text}" parse error during conversion from string'
+        ) from None
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         raise CelEvalError("IPv4-mapped IPv6 address is not allowed")
     return address

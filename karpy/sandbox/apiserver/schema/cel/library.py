@@ -11,22 +11,26 @@ first for a member call: ``'a'.startsWith('b')`` and ``startsWith('a', 'b')`` bo
     sets::contains(list, list) -> bool
 
 ``receiver.name`` declares a member overload; ``namespace::name`` a global function
-whose name contains a dot (``sets.contains``). The compiler checks a call against the signatures whenever the argument types are known
-statically (``dyn`` matches anything), and reports cel-go's "found no matching overload"
-otherwise; the implementation dispatches on the run-time values and raises
-``no such overload`` for a combination it does not support.
+whose name contains a dot (``sets.contains``). The compiler checks a call against the
+signatures whenever the argument types are known statically (``dyn`` matches
+anything), and reports cel-go's "found no matching overload" otherwise; the
+implementation dispatches on the run-time values and raises ``no such overload`` for a
+combination it does not support.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from karpy.sandbox.apiserver.schema.cel import types as t
-from karpy.sandbox.apiserver.schema.cel.types import CelType
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from karpy.sandbox.apiserver.schema.cel.types import CelType
 
 __all__ = ["FUNCTIONS", "Function", "Overload", "register"]
 
@@ -83,7 +87,9 @@ def _matches(param: str, actual: CelType) -> bool:
     if actual.kind == "dyn" or param in ("any", "dyn"):
         return True
     if param == "list<string>":
-        return actual.kind == "list" and (actual.elem is None or actual.elem.kind in ("string", "dyn"))
+        return actual.kind == "list" and (
+            actual.elem is None or actual.elem.kind in ("string", "dyn")
+        )
     if param.startswith("optional"):
         return actual.kind == "optional"
     return actual.kind == param

@@ -170,6 +170,7 @@ def contains(item: Any, container: Any) -> bool:
 
 
 def _list_position(container: list[Any], position: Any) -> int:
+    number: int
     if _is_int(position):
         number = position
     elif isinstance(position, UInt):

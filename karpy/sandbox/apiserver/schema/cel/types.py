@@ -25,7 +25,7 @@ import attrs
 if TYPE_CHECKING:
     from karpy.sandbox.apiserver.schema.nodes import SchemaNode
 
-__all__ = ["CelType", "escape_property", "schema_cel_type"]
+__all__ = ["CelType", "display", "escape_property", "schema_cel_type"]
 
 _RESERVED = frozenset(
     {
@@ -91,6 +91,11 @@ class CelType:
     @property
     def is_dyn(self) -> bool:
         return self.kind == "dyn"
+
+
+def display(kind: CelType) -> str:
+    """How cel-go's checker names a type in its messages."""
+    return "object" if kind.kind == "object" else str(kind)
 
 
 DYN = CelType("dyn")

@@ -269,11 +269,7 @@ def cel_compare(left: Any, right: Any) -> int:
         if isinstance(right_number, float) and math.isnan(right_number):
             raise CelEvalError("NaN values cannot be ordered")
         return (left_number > right_number) - (left_number < right_number)
-    if (
-        isinstance(left, str | bytes | Duration | Timestamp)
-        and type(left) is type(right)
-        and not isinstance(left, bool)
-    ):
+    if isinstance(left, str | bytes | Duration | Timestamp) and type(left) is type(right):
         return (left > right) - (left < right)  # type: ignore[operator]
     compare = getattr(left, "cel_compare", None)
     if compare is not None and type(left) is type(right):
