@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 from typing import Any
+
+import orjson
 
 from karpy.apis.fielderrors import FieldError
 from karpy.sandbox.apiserver import errors
@@ -69,6 +72,23 @@ def validate_crd(crd: Obj) -> list[FieldError]:
     return found
 
 
+_COMPILED: dict[bytes, Any] = {}
+_COMPILED_MAX = 64
+
+
+def compiled(openapi: dict[str, Any]) -> Any:
+    """`schema.compile_schema`, once per distinct schema: compiling CEL rules is slow and
+    tests start a fresh server (loading the same CRDs) for every test."""
+    key = hashlib.sha256(orjson.dumps(openapi, option=orjson.OPT_SORT_KEYS)).digest()
+    found = _COMPILED.get(key)
+    if found is None:
+        found = crd_schema.compile_schema(copy.deepcopy(openapi))
+        if len(_COMPILED) >= _COMPILED_MAX:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        _COMPILED[key] = found
+    return found
+
+
 def kind_from_crd(crd: Obj) -> Kind:
     spec = crd["spec"]
     names = spec["names"]
@@ -101,7 +121,7 @@ def kind_from_crd(crd: Obj) -> Kind:
     schemas = {}
     for version in served:
         openapi = _get(version, "schema", "openAPIV3Schema")
-        schemas[version["name"]] = crd_schema.compile_schema(openapi or {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
+        schemas[version["name"]] = compiled(openapi or {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
     selectable = tuple(str(f.get("jsonPath", "")).lstrip(".") for f in storage.get("selectableFields") or [])
     return Kind(
         spec["group"], tuple(v["name"] for v in served), names["kind"], names["plural"],
@@ -172,9 +192,10 @@ class CRDController:
         if change.type == "DELETED":
             self._unregister(crd)
             return
-        registered = kind_from_crd(crd)
-        self.api.registry.add(registered)
-        self.api.store.state(registered).kind = registered
+        if change.prev is None or change.prev.obj.get("spec") != crd.get("spec"):
+            registered = kind_from_crd(crd)
+            self.api.registry.add(registered)
+            self.api.store.state(registered).kind = registered
         if crd["metadata"].get("deletionTimestamp"):
             name = crd["metadata"]["name"]
             if name not in self._cleanups:

@@ -366,14 +366,6 @@ class Frontend:
                 raise errors.bad_request(f"invalid timeoutSeconds: {query['timeoutSeconds']}") from None
         bookmarks = query.get("allowWatchBookmarks", "") in TRUE
         initial = query.get("sendInitialEvents", "") in TRUE
-        if initial and (opts.resource_version_match != "NotOlderThan" or not bookmarks):
-            from karpy.apis.fielderrors import FieldError
-
-            raise errors.invalid("ListOptions", "meta.k8s.io", "", [FieldError.forbidden(
-                "sendInitialEvents",
-                "sendInitialEvents is forbidden for watch unless resourceVersionMatch is NotOlderThan "
-                "and allowWatchBookmarks is true",
-            )])
         encoder = self._table_encoder(view, query.get("includeObject", "")) if wants_table(request) else None
         kind = view.kind
         store = self.server.store_state

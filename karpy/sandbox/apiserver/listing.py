@@ -107,21 +107,7 @@ def parse_list_options(view: View, query: dict[str, str], *, watch: bool = False
     rv = query.get("resourceVersion", "")
     match = query.get("resourceVersionMatch", "")
     cont = query.get("continue", "")
-    problems: list[FieldError] = []
-    if match and not rv:
-        problems.append(FieldError.forbidden(
-            "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
-    if match and cont:
-        problems.append(FieldError.forbidden(
-            "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
-    if cont and rv and rv != "0" and not watch:
-        problems.append(FieldError.forbidden(
-            "resourceVersion", "specifying resource version is not allowed when using continue"))
-    if match and match not in ("Exact", "NotOlderThan"):
-        problems.append(FieldError.not_supported("resourceVersionMatch", match, ["Exact", "NotOlderThan"]))
-    if match == "Exact" and rv == "0":
-        problems.append(FieldError.forbidden(
-            "resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+    problems = _watch_problems(query) if watch else _list_problems(rv, match, cont)
     if rv and rv != "0":
         try:
             int(rv)
@@ -130,6 +116,46 @@ def parse_list_options(view: View, query: dict[str, str], *, watch: bool = False
     if problems:
         raise errors.invalid("ListOptions", "meta.k8s.io", "", problems)
     return ListOptions(labels, fields, limit, cont, rv, match, label_text, field_text)
+
+
+def _list_problems(rv: str, match: str, cont: str) -> list[FieldError]:
+    problems: list[FieldError] = []
+    if match and not rv:
+        problems.append(FieldError.forbidden(
+            "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+    if match and cont:
+        problems.append(FieldError.forbidden(
+            "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+    if cont and rv and rv != "0":
+        problems.append(FieldError.forbidden(
+            "resourceVersion", "specifying resource version is not allowed when using continue"))
+    if match and match not in ("Exact", "NotOlderThan"):
+        problems.append(FieldError.not_supported("resourceVersionMatch", match, ["Exact", "NotOlderThan"]))
+    if match == "Exact" and rv == "0":
+        problems.append(FieldError.forbidden(
+            "resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+    return problems
+
+
+def _watch_problems(query: dict[str, str]) -> list[FieldError]:
+    """``validateWatchOptions``: the rules of watch-list requests."""
+    problems: list[FieldError] = []
+    match = query.get("resourceVersionMatch", "")
+    initial = query.get("sendInitialEvents")
+    bookmarks = query.get("allowWatchBookmarks", "") in ("true", "1", "True")
+    if initial is not None and match != "NotOlderThan":
+        problems.append(FieldError.forbidden(
+            "resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+    if match:
+        if initial is None:
+            problems.append(FieldError.forbidden(
+                "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+        if match != "NotOlderThan":
+            problems.append(FieldError.not_supported("resourceVersionMatch", match, ["NotOlderThan"]))
+        if not bookmarks:
+            problems.append(FieldError.forbidden(
+                "allowWatchBookmarks", "allowWatchBookmarks must be set to true when resourceVersionMatch is provided"))
+    return problems
 
 
 def encode_continue(rv: int, key: Key, namespaced: bool) -> str:
