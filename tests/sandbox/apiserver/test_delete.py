@@ -9,7 +9,6 @@ from kubernetes_asyncio import client
 
 from tests.sandbox.apiserver.helpers import call, configmap, pod, status_of
 
-pytestmark = pytest.mark.asyncio
 
 
 async def test_delete_with_finalizers_sets_deletion_timestamp_and_keeps_the_object(apiserver, kube_api_client):

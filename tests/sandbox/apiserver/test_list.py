@@ -7,7 +7,6 @@ from kubernetes_asyncio import client
 
 from tests.sandbox.apiserver.helpers import call, configmap, pod, status_of
 
-pytestmark = pytest.mark.asyncio
 CMS = "/api/v1/namespaces/default/configmaps"
 
 

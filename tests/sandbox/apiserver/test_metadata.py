@@ -7,7 +7,6 @@ from kubernetes_asyncio import client
 
 from tests.sandbox.apiserver.helpers import call, configmap, pod, status_of
 
-pytestmark = pytest.mark.asyncio
 
 
 async def test_resource_versions_are_integer_strings_that_strictly_increase(kube_api_client):

@@ -7,7 +7,6 @@ from kubernetes_asyncio import client
 
 from tests.sandbox.apiserver.helpers import call, node, pod, widget, widget_crd
 
-pytestmark = pytest.mark.asyncio
 
 SMP = {"Content-Type": "application/strategic-merge-patch+json"}
 MERGE = {"Content-Type": "application/merge-patch+json"}

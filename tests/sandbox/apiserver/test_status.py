@@ -7,7 +7,6 @@ from kubernetes_asyncio import client
 
 from tests.sandbox.apiserver.helpers import call, configmap, pod, widget, widget_crd
 
-pytestmark = pytest.mark.asyncio
 
 
 async def test_status_write_changes_only_status(apiserver, kube_api_client):

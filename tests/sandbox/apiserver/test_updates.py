@@ -7,7 +7,6 @@ from kubernetes_asyncio import client
 
 from tests.sandbox.apiserver.helpers import call, configmap, status_of
 
-pytestmark = pytest.mark.asyncio
 
 STALE = (
     'Operation cannot be fulfilled on configmaps "c": the object has been modified; please apply '

@@ -9,7 +9,6 @@ from kubernetes_asyncio import client, watch
 
 from tests.sandbox.apiserver.helpers import configmap, pod, watch_lines
 
-pytestmark = pytest.mark.asyncio
 CMS = "/api/v1/namespaces/default/configmaps"
 
 

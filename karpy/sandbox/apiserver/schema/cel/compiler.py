@@ -17,6 +17,7 @@ overflow, which are easier to guarantee here than to patch into it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -491,11 +492,17 @@ class _Compiler:
         return (lambda f: impl(*[fn(f) for fn in fns])), result
 
 
+@functools.lru_cache(maxsize=1024)
+def _parse(source: str) -> Tree[Any]:
+    """celpy's parse tree (cached: CRDs repeat rules, and the compiler never mutates it)."""
+    return _PARSER.parse(source)
+
+
 def compile_expression(source: str, variables: dict[str, CelType]) -> CompiledExpression:
     """Parse, check and compile ``source`` with ``variables`` in scope (their order fixes
     the frame slots: the first two are ``self`` and ``oldSelf``)."""
     try:
-        tree = _PARSER.parse(source)
+        tree = _parse(source)
     except CELParseError as err:
         line = getattr(err, "line", None) or 1
         column = getattr(err, "column", None) or 1
