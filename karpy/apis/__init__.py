@@ -20,7 +20,17 @@ from karpy.apis.nodepool import NodePool
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["KINDS", "ApiObject", "parse_object"]
+__all__ = [
+    "KINDS",
+    "ApiObject",
+    "EC2NodeClass",
+    "FieldError",
+    "InvalidObject",
+    "NodeClaim",
+    "NodeOverlay",
+    "NodePool",
+    "parse_object",
+]
 
 ApiObject = NodePool | NodeClaim | NodeOverlay | EC2NodeClass
 

@@ -11,6 +11,7 @@ parser accepts ``1.5h``; the CRD pattern does not).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from karpy.apis.core import InvalidObject
@@ -49,7 +50,10 @@ def parse_duration_field(
     try:
         return _to_timedelta(parse_duration(text))
     except DurationError:
-        detail = f"{path} in body should match '{pattern}'"
+        if re.search(pattern, text):  # fits the pattern, but too long for Go's int64
+            detail = f'time: invalid duration "{text}"'
+        else:
+            detail = f"{path} in body should match '{pattern}'"
         raise InvalidObject([FieldError.invalid(path, text, detail)]) from None
 
 

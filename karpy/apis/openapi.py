@@ -564,12 +564,17 @@ def _check_rules(
 ) -> None:
     """Evaluate each node's rules against the node's value, outermost first."""
     for rule in schema.rules:
-        if rule.transition:
-            if old is None:
-                continue
-            ok = rule.check(value, old)
-        else:
-            ok = rule.check(value)
+        if rule.transition and old is None:
+            continue
+        try:
+            ok = rule.check(value, old) if rule.transition else rule.check(value)
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            # CEL fails to evaluate (e.g. a required field is missing): kube reports the
+            # evaluation error with the node's type as the value.
+            problem = f"no such key: {exc.args[0]}" if isinstance(exc, KeyError) else str(exc)
+            detail = f"{problem} evaluating rule: {rule.message}"
+            errors.append(FieldError.invalid(path, schema.type or "string", detail))
+            continue
         if not ok:
             errors.append(_rule_error(schema, value, path, rule))
     if isinstance(value, dict):

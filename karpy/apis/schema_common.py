@@ -163,8 +163,10 @@ _NUMERIC = ("Gt", "Lt", "Gte", "Lte")
 
 
 def _values(req: dict[str, Any]) -> list[Any]:
-    values = req.get("values", [])
-    return values if isinstance(values, list) else []
+    """``x.values`` as CEL reads it: absent values are an evaluation error (KeyError),
+    which kube-apiserver reports as "no such key: values evaluating rule: ..."."""
+    values: list[Any] = req["values"]
+    return values
 
 
 def _single_non_negative_int(req: dict[str, Any]) -> bool:
@@ -319,12 +321,12 @@ def node_class_ref(*, immutable_group_kind: bool) -> Schema:
             Rule(
                 "self.group == oldSelf.group",
                 "nodeClassRef.group is immutable",
-                lambda new, old: new.get("group") == old.get("group"),
+                lambda new, old: new["group"] == old["group"],
             ),
             Rule(
                 "self.kind == oldSelf.kind",
                 "nodeClassRef.kind is immutable",
-                lambda new, old: new.get("kind") == old.get("kind"),
+                lambda new, old: new["kind"] == old["kind"],
             ),
         )
     return obj(
