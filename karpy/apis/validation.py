@@ -18,7 +18,7 @@ from karpy.apis import labels
 from karpy.apis.fielderrors import ErrorType, FieldError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
     from karpy.apis.core import NodeSelectorRequirement, Taint
 
@@ -151,9 +151,8 @@ def restricted_label_error(key: str) -> str | None:
     )
 
 
-def validate_label_map(values: dict[str, str] | object, path: str) -> list[FieldError]:
+def validate_label_map(values: Mapping[str, str], path: str) -> list[FieldError]:
     """A NodePool template's labels: valid keys and values, not restricted."""
-    assert isinstance(values, dict)
     errors: list[FieldError] = []
     for key, value in values.items():
         if key == labels.LABEL_NODEPOOL:
