@@ -6,14 +6,16 @@ After the last pod is placed each planned NodeClaim gets:
 * its requests plus the smallest DaemonSet overhead among the groups of instance types it
   may still launch as (the overhead was kept out of the running sum to avoid counting it
   once per pod);
-* its instance-type options ordered by the cheapest compatible available offering, cut to
-  at most ``max_instance_types`` (a launch request can only carry so many); if the cut
-  breaks a ``minValues`` requirement under the Strict policy, its pods go back to the
-  unschedulable list instead;
-* requirements on ``node.kubernetes.io/instance-type`` and ``karpenter.sh/capacity-type``
-  listing those options, and the concrete labels the node will carry;
+* its instance-type options cut to the ``max_instance_types`` cheapest (a launch request
+  can only carry so many); if the cut breaks a ``minValues`` requirement under the Strict
+  policy, its pods go back to the unschedulable list instead;
 * the launch decision: the cheapest available offering compatible with its requirements
-  (ties go to reserved, then spot, then on-demand capacity, then zone name).
+  (ties go to reserved, then spot, then on-demand capacity, then zone name, then the
+  instance type's name), and the concrete labels the node will carry.
+
+The ordered list of options (hundreds of names per NodeClaim) is only materialised when a
+consumer asks for it (`NodeClaimPlan.instance_type_options`): the set is decided here, as a
+bitset, and listing it is presentation.
 """
 
 from __future__ import annotations
@@ -24,16 +26,15 @@ from karpy.apis.labels import (
     ANNOTATION_CAPACITY_OVERLAY_APPLIED,
     ANNOTATION_MIN_VALUES_RELAXED,
     ANNOTATION_PRICE_OVERLAY_APPLIED,
-    LABEL_CAPACITY_TYPE,
     LABEL_HOSTNAME,
     LABEL_INSTANCE_TYPE,
 )
-from karpy.scheduling.requirements import IN, Requirement
 from karpy.scheduling.resources import merge, min_resources
 from karpy.scheduling.results import NodeClaimPlan, PoolReason, UnschedulableReason
 from karpy.scheduling.templates import SIMULATION_ONLY_KEYS
 
 if TYPE_CHECKING:
+    from karpy.scheduling.index import InstanceTypeIndex
     from karpy.scheduling.instancetypes import InstanceType, Offering
     from karpy.scheduling.nodeclaim import NewNodeClaim
     from karpy.scheduling.pods import Pod
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
     from karpy.scheduling.solver import Scheduler
 
 __all__ = ["finalize_claims"]
+
+LabelKey = tuple[int, int, object]
 
 
 def finalize_claims(
@@ -51,69 +54,62 @@ def finalize_claims(
     sequence: dict[str, int] = {}
     taken = {n.name for n in scheduler.cluster.nodes} | {n.name for n in scheduler.cluster.capacity}
     strict = not scheduler.relax_min_values
+    index = scheduler.context.index
+    stripped: dict[int, tuple[Requirements, Requirements]] = {}
+    labels_memo: dict[LabelKey, dict[str, str]] = {}
     for claim in claims:
         if not claim.pods:
             continue
         template = claim.pool.template
-        reqs = claim.requirements.without(*SIMULATION_ONLY_KEYS)
-        priced = scheduler.context.index.order_by_price(claim.options, reqs)
-        options = priced[: scheduler.max_instance_types]
-        if strict and reqs.has_min_values() and len(options) < len(priced):
-            short = _min_values_shortfall(scheduler, reqs, [it for _, it in options])
+        cached = stripped.get(id(claim.requirements))
+        if cached is None:
+            reqs = claim.requirements.without(*SIMULATION_ONLY_KEYS)
+            stripped[id(claim.requirements)] = (claim.requirements, reqs)
+        else:
+            reqs = cached[1]
+        chosen = index.first(claim.options, reqs, scheduler.max_instance_types)
+        if strict and chosen != claim.options and reqs.has_min_values():
+            short = _min_values_shortfall(index, reqs, chosen, scheduler.max_instance_types)
             if short:
                 reason = UnschedulableReason(
                     pools=(PoolReason(template.nodepool, "minValues", short),)
                 )
                 failed.extend((pod, reason) for pod in claim.pods)
                 continue
-        launch = _cheapest(reqs, [it for _, it in options])
+        launch = _cheapest(reqs, index.cheapest_types(chosen, reqs))
         if launch is None:  # every option lost its offering: cannot happen after filtering
             continue
         instance_type, offering = launch
         groups = [g for g in claim.daemon_groups if g.mask & claim.options]
         overhead = min_resources(g.overhead for g in groups) if groups else {}
         name = _next_name(template.nodepool, sequence, taken)
-        type_names = [it.name for _, it in options]
-        capacity_types = sorted(
-            {
-                o.capacity_type
-                for _, it in options
-                for o in it.offerings
-                if o.available and o.compatible(reqs)
-            }
-        )
-        final = reqs.add(
-            Requirement.new(
-                LABEL_INSTANCE_TYPE,
-                IN,
-                type_names,
-                min_values=reqs.get(LABEL_INSTANCE_TYPE).min_values,
-            )
-        )
-        if capacity_types:
-            final = final.add(Requirement.new(LABEL_CAPACITY_TYPE, IN, capacity_types))
         annotations = {
             ANNOTATION_MIN_VALUES_RELAXED: "true" if claim.min_values_relaxed else "false"
         }
-        if any(it.price_overlaid for _, it in options):
+        if chosen & index.price_overlaid_mask:
             annotations[ANNOTATION_PRICE_OVERLAY_APPLIED] = "true"
-        if any(it.capacity_overlaid for _, it in options):
+        if chosen & index.capacity_overlaid_mask:
             annotations[ANNOTATION_CAPACITY_OVERLAY_APPLIED] = "true"
+        label_key: LabelKey = (id(reqs), index.position(instance_type), offering)
+        labels = labels_memo.get(label_key)
+        if labels is None:
+            labels = labels_memo[label_key] = _labels(scheduler, claim, reqs, instance_type, offering)
         plans.append(
             NodeClaimPlan(
                 name=name,
                 nodepool=template.nodepool,
-                requirements=final,
-                instance_type_options=tuple((it, price) for price, it in options),
+                requirements=reqs,
                 instance_type=instance_type,
                 offering=offering,
-                labels=_labels(scheduler, claim, final, instance_type, offering, name),
+                labels={**labels, LABEL_HOSTNAME: name},
                 requests=merge(claim.requests, overhead),
                 pods=tuple(claim.pods),
                 taints=template.taints,
                 startup_taints=template.startup_taints,
                 annotations=annotations,
                 min_values_relaxed=claim.min_values_relaxed,
+                options=chosen,
+                index=index,
             )
         )
     return plans, failed
@@ -129,16 +125,14 @@ def _next_name(nodepool: str, sequence: dict[str, int], taken: set[str]) -> str:
             return name
 
 
-def _cheapest(
-    reqs: Requirements, types: list[InstanceType]
-) -> tuple[InstanceType, Offering] | None:
+def _cheapest(reqs: Requirements, types: list[InstanceType]) -> tuple[InstanceType, Offering] | None:
     best: tuple[InstanceType, Offering] | None = None
-    best_key: tuple[float, int, str, int] | None = None
-    for position, it in enumerate(types):
+    best_key: tuple[float, int, str, str] | None = None
+    for it in types:
         offering = it.cheapest_offering(reqs)
         if offering is None:
             continue
-        key = (*offering.sort_key(), position)
+        key = (*offering.sort_key(), it.name)
         if best_key is None or key < best_key:
             best, best_key = (it, offering), key
     return best
@@ -147,40 +141,36 @@ def _cheapest(
 def _labels(
     scheduler: Scheduler,
     claim: NewNodeClaim,
-    final: Requirements,
+    reqs: Requirements,
     instance_type: InstanceType,
     offering: Offering,
-    name: str,
 ) -> dict[str, str]:
     labels: dict[str, str] = {}
     for key, own in instance_type.requirements.items():
         if own.complement:
             continue
-        allowed = final.get(key)
+        allowed = reqs.get(key)
         values = sorted(v for v in own.values if allowed.has(v))
         if values:
             labels[key] = values[0]
-    labels.update(final.labels(exclude=SIMULATION_ONLY_KEYS))
-    labels.update(claim.pool.template.custom_labels(final, scheduler.well_known))
+    labels.update(reqs.labels(exclude=SIMULATION_ONLY_KEYS))
+    labels.update(claim.pool.template.custom_labels(reqs, scheduler.well_known))
     labels.update(claim.pool.template.labels)
     labels.update(offering.labels)
     labels[LABEL_INSTANCE_TYPE] = instance_type.name
-    labels[LABEL_HOSTNAME] = name
     return dict(sorted(labels.items()))
 
 
 def _min_values_shortfall(
-    scheduler: Scheduler, reqs: Requirements, types: list[InstanceType]
+    index: InstanceTypeIndex, reqs: Requirements, chosen: int, limit: int
 ) -> str:
-    index = scheduler.context.index
-    mask = index.mask_of(types)
     for key, req in sorted(reqs.items()):
         if req.min_values is None:
             continue
-        have = len(index.values_for(mask, key))
+        have = len(index.values_for(chosen, key))
         if have < req.min_values:
             return (
                 f"minValues requirement is not met for label {key} after keeping the "
-                f"{len(types)} cheapest instance types ({have} of {req.min_values} values)"
+                f"{limit} cheapest instance types ({have} of {req.min_values} values)"
             )
     return ""

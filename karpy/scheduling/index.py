@@ -20,7 +20,8 @@ per version of its inputs (instance types, availability) and shared by every rou
 
 from __future__ import annotations
 
-from bisect import bisect_left
+import itertools
+from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING
 
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_ZONE
@@ -38,6 +39,10 @@ __all__ = ["InstanceTypeIndex", "iter_bits"]
 OfferingKey = tuple[Requirement | None, Requirement | None, Requirement | None]
 
 
+def _min_price(it: InstanceType) -> float:
+    return min((o.price for o in it.offerings if o.available), default=float("inf"))
+
+
 def iter_bits(mask: int) -> Iterator[int]:
     """Positions of the set bits of ``mask``, lowest first."""
     while mask:
@@ -50,31 +55,49 @@ class InstanceTypeIndex:
     """A fixed numbering of instance types with memoised bitset filters."""
 
     __slots__ = (
+        "_capacity_desc",
+        "_capacity_masks",
+        "_capacity_values",
         "_offering_cache",
         "_offering_groups",
         "_position",
+        "_price_cache",
         "_requirement_cache",
         "_resource_masks",
         "_resource_values",
         "all_mask",
+        "capacity_overlaid_mask",
         "defined_keys",
+        "price_overlaid_mask",
         "types",
     )
 
     def __init__(self, instance_types: Iterable[InstanceType]) -> None:
-        """Number ``instance_types`` (each object once, in the given order)."""
-        types: list[InstanceType] = []
-        position: dict[int, int] = {}
+        """Number ``instance_types`` (each object once), cheapest first.
+
+        Types are numbered by their cheapest available offering, then name, so that for
+        the usual case (the same price order in every zone and capacity type) a set's
+        lowest bit is its cheapest type and its bits in order are its price order.
+        """
+        unique: dict[int, InstanceType] = {}
         for it in instance_types:
-            if id(it) not in position:
-                position[id(it)] = len(types)
-                types.append(it)
+            unique.setdefault(id(it), it)
+        types = sorted(unique.values(), key=lambda it: (_min_price(it), it.name))
+        position = {id(it): i for i, it in enumerate(types)}
         self.types: tuple[InstanceType, ...] = tuple(types)
         self._position = position
         self.all_mask = (1 << len(types)) - 1
         self.defined_keys = frozenset(k for it in types for k in it.requirements)
         self._requirement_cache: dict[Requirement, int] = {}
         self._offering_cache: dict[OfferingKey, int] = {}
+        self._price_cache: dict[OfferingKey, PriceOrder] = {}
+        self.price_overlaid_mask = 0
+        self.capacity_overlaid_mask = 0
+        for i, it in enumerate(types):
+            if it.price_overlaid:
+                self.price_overlaid_mask |= 1 << i
+            if it.capacity_overlaid:
+                self.capacity_overlaid_mask |= 1 << i
         # Available offerings grouped by (zone, capacity type, reservation id).
         groups: dict[tuple[str, str, str], int] = {}
         for i, it in enumerate(types):
@@ -101,6 +124,27 @@ class InstanceTypeIndex:
                 masks[j] = running
             self._resource_values[name] = values
             self._resource_masks[name] = masks
+        # Per resource: ascending distinct capacities, the types at or below each value, and
+        # type positions by descending capacity (for NodePool limits).
+        self._capacity_values: dict[str, list[int]] = {}
+        self._capacity_masks: dict[str, list[int]] = {}
+        self._capacity_desc: dict[str, list[tuple[int, int]]] = {}
+        for name in {name for it in types for name in it.capacity}:
+            by_value = {}
+            for i, it in enumerate(types):
+                value = it.capacity.get(name, 0)
+                by_value[value] = by_value.get(value, 0) | (1 << i)
+            values = sorted(by_value)
+            masks = []
+            running = 0
+            for value in values:
+                running |= by_value[value]
+                masks.append(running)
+            self._capacity_values[name] = values
+            self._capacity_masks[name] = masks
+            self._capacity_desc[name] = sorted(
+                ((it.capacity.get(name, 0), i) for i, it in enumerate(types)), reverse=True
+            )
 
     def __len__(self) -> int:
         return len(self.types)
@@ -193,6 +237,38 @@ class InstanceTypeIndex:
                 return 0
         return mask
 
+    def capacity_at_most_mask(self, resource: str, value: int) -> int:
+        """Types whose capacity of ``resource`` is at most ``value`` (absent counts as 0)."""
+        values = self._capacity_values.get(resource)
+        if values is None:
+            return self.all_mask if value >= 0 else 0
+        j = bisect_right(values, value)
+        if j == 0:
+            return 0
+        return self._capacity_masks[resource][j - 1]
+
+    def max_capacity(self, mask: int, resource: str) -> int:
+        """The largest capacity of ``resource`` among the types in ``mask``."""
+        for value, i in self._capacity_desc.get(resource, ()):
+            if mask >> i & 1:
+                return value
+        return 0
+
+    def capacity_types(self, mask: int, requirements: Requirements) -> list[str]:
+        """Capacity types of the compatible available offerings of the types in ``mask``."""
+        zone = requirements.find(LABEL_ZONE)
+        capacity_type = requirements.find(LABEL_CAPACITY_TYPE)
+        found: set[str] = set()
+        for (z, ct, _), group in self._offering_groups:
+            if ct in found or not group & mask:
+                continue
+            if zone is not None and not zone.has(z):
+                continue
+            if capacity_type is not None and not capacity_type.has(ct):
+                continue
+            found.add(ct)
+        return sorted(found)
+
     def largest(self, mask: int, resource: str) -> InstanceType | None:
         """The type in ``mask`` with the most allocatable ``resource`` (ties: first)."""
         best: InstanceType | None = None
@@ -213,15 +289,98 @@ class InstanceTypeIndex:
                 out.update(req.values)
         return out
 
-    def order_by_price(
-        self, mask: int, requirements: Requirements
-    ) -> list[tuple[float, InstanceType]]:
-        """Types in ``mask`` with their cheapest compatible available price, cheapest first."""
-        priced = []
-        for i in iter_bits(mask):
-            it = self.types[i]
+    def _price_order(self, requirements: Requirements) -> PriceOrder:
+        """Types with a compatible available offering, cheapest first (ties by name), for
+        the offering-relevant part of ``requirements`` (memoised)."""
+        key: OfferingKey = (
+            requirements.find(LABEL_ZONE),
+            requirements.find(LABEL_CAPACITY_TYPE),
+            requirements.find(RESERVATION_ID_LABEL),
+        )
+        cached = self._price_cache.get(key)
+        if cached is not None:
+            return cached
+        prices: dict[int, float] = {}
+        for i, it in enumerate(self.types):
             offering = it.cheapest_offering(requirements)
-            price = offering.price if offering is not None else float("inf")
-            priced.append((price, it))
-        priced.sort(key=lambda p: (p[0], p[1].name))
-        return priced
+            if offering is not None:
+                prices[i] = offering.price
+        order = sorted(prices, key=lambda i: (prices[i], self.types[i].name))
+        monotone = all(a < b for a, b in itertools.pairwise(order))
+        result = PriceOrder(order, prices, monotone)
+        self._price_cache[key] = result
+        return result
+
+    def order_by_price(
+        self, mask: int, requirements: Requirements, limit: int | None = None
+    ) -> list[tuple[float, InstanceType]]:
+        """Types in ``mask`` with their cheapest compatible available price, cheapest first
+        (ties by name), at most ``limit`` of them."""
+        order = self._price_order(requirements)
+        types, prices = self.types, order.prices
+        if order.monotone:
+            positions = iter_bits(mask)
+        else:
+            positions = (i for i in order.positions if mask >> i & 1)
+        out: list[tuple[float, InstanceType]] = []
+        for i in positions:
+            price = prices.get(i)
+            if price is None:
+                continue
+            out.append((price, types[i]))
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def cheapest_price(self, mask: int, requirements: Requirements) -> float | None:
+        """The lowest compatible available price among the types in ``mask``."""
+        order = self._price_order(requirements)
+        if order.monotone:
+            for i in iter_bits(mask):
+                price = order.prices.get(i)
+                if price is not None:
+                    return price
+            return None
+        for i in order.positions:
+            if mask >> i & 1:
+                return order.prices[i]
+        return None
+
+    def cheapest_types(self, mask: int, requirements: Requirements) -> list[InstanceType]:
+        """The types of ``mask`` sharing the lowest compatible available price."""
+        out: list[InstanceType] = []
+        lowest: float | None = None
+        order = self._price_order(requirements)
+        positions = iter_bits(mask) if order.monotone else (
+            i for i in order.positions if mask >> i & 1
+        )
+        for i in positions:
+            price = order.prices.get(i)
+            if price is None:
+                continue
+            if lowest is None:
+                lowest = price
+            elif price != lowest:
+                break
+            out.append(self.types[i])
+        return out
+
+    def first(self, mask: int, requirements: Requirements, limit: int) -> int:
+        """The bitset of the ``limit`` cheapest types of ``mask`` (all of them if fewer)."""
+        if mask.bit_count() <= limit:
+            return mask
+        out = 0
+        for _, it in self.order_by_price(mask, requirements, limit):
+            out |= 1 << self._position[id(it)]
+        return out
+
+
+class PriceOrder:
+    """One offering combination's price order: positions cheapest first, price by position."""
+
+    __slots__ = ("monotone", "positions", "prices")
+
+    def __init__(self, positions: list[int], prices: dict[int, float], monotone: bool) -> None:
+        self.positions = positions
+        self.prices = prices
+        self.monotone = monotone  # the index's own numbering is this order

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from karpy.scheduling.index import iter_bits
 from karpy.scheduling.quantity import format_resource
 from karpy.scheduling.resources import NODES, ONE, ResourceList
 
@@ -66,15 +65,11 @@ class PoolLimits:
             return cached[1]
         mask = 0
         if remaining.get(NODES, ONE) >= ONE:
-            types = self._context.index.types
-            for i in iter_bits(pool.options):
-                capacity = types[i].capacity
-                if all(
-                    capacity.get(resource, 0) <= left
-                    for resource, left in remaining.items()
-                    if resource != NODES
-                ):
-                    mask |= 1 << i
+            index = self._context.index
+            mask = pool.options
+            for resource, left in remaining.items():
+                if resource != NODES:
+                    mask &= index.capacity_at_most_mask(resource, left)
         self._cache[name] = (key, mask)
         return mask
 
@@ -83,15 +78,12 @@ class PoolLimits:
         remaining = self.remaining.get(pool.template.nodepool)
         if remaining is None:
             return
-        types = self._context.index.types
-        largest: ResourceList = {}
-        for i in iter_bits(options):
-            for resource, value in types[i].capacity.items():
-                if value > largest.get(resource, 0):
-                    largest[resource] = value
-        largest[NODES] = ONE
+        index = self._context.index
         for resource in remaining:
-            remaining[resource] -= largest.get(resource, 0)
+            if resource == NODES:
+                remaining[resource] -= ONE
+            else:
+                remaining[resource] -= index.max_capacity(options, resource)
 
     def describe(self, pool: PoolCandidates) -> str:
         remaining = self.remaining.get(pool.template.nodepool, {})

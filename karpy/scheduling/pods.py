@@ -19,6 +19,7 @@ server's defaulting does, so raw manifests and ``kubectl get -o yaml`` agree.
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
@@ -211,13 +212,21 @@ class Pod:
 # -- projection from Kubernetes dicts ----------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)
+def _quantity(value: str | int | float) -> int:
+    # Requests repeat across pods ("100m", "256Mi"): parse each spelling once.
+    return parse_quantity(value)
+
+
 def _quantities(data: Mapping[str, Any] | None, where: str) -> ResourceList:
     out: ResourceList = {}
     for name, value in (data or {}).items():
         try:
-            out[_intern(str(name))] = parse_quantity(value)
+            out[_intern(str(name))] = _quantity(value)
         except QuantityError as exc:
             raise PodFormatError(f"{where}.{name}: {exc}") from exc
+        except TypeError as exc:  # unhashable: not a quantity either
+            raise PodFormatError(f"{where}.{name}: {value!r} is not a quantity") from exc
     return out
 
 

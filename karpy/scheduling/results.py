@@ -12,10 +12,14 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE
+from karpy.scheduling.requirements import IN, Requirement
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from karpy.apis.core import Taint
+    from karpy.scheduling.index import InstanceTypeIndex
     from karpy.scheduling.instancetypes import InstanceType, Offering
     from karpy.scheduling.pods import Pod
     from karpy.scheduling.requirements import Requirements
@@ -32,21 +36,44 @@ __all__ = [
 
 @attrs.frozen(slots=True)
 class NodeClaimPlan:
-    """A NodeClaim to create: what it may launch as, and the pods it was sized for."""
+    """A NodeClaim to create: what it may launch as, and the pods it was sized for.
+
+    ``options`` is the set of instance types it may launch as (a bitset over ``index``);
+    `instance_type_options` lists them cheapest first and `launch_requirements` adds them
+    to ``requirements`` as the NodeClaim's ``node.kubernetes.io/instance-type`` and
+    ``karpenter.sh/capacity-type`` requirements.
+    """
 
     name: str
     nodepool: str
     requirements: Requirements
-    instance_type_options: tuple[tuple[InstanceType, float], ...]  # cheapest first
     instance_type: InstanceType
     offering: Offering
     labels: Mapping[str, str]
     requests: Mapping[str, int]  # pods plus the DaemonSet overhead expected there
     pods: tuple[Pod, ...]
+    options: int
+    index: InstanceTypeIndex = attrs.field(eq=False, repr=False)
     taints: tuple[Taint, ...] = ()
     startup_taints: tuple[Taint, ...] = ()
     annotations: Mapping[str, str] = attrs.field(factory=dict)
     min_values_relaxed: bool = False
+
+    def instance_type_options(self) -> list[tuple[InstanceType, float]]:
+        """Every option with its cheapest compatible available price, cheapest first."""
+        return [(it, price) for price, it in self.index.order_by_price(self.options, self.requirements)]
+
+    def launch_requirements(self) -> Requirements:
+        """The NodeClaim's requirements: the plan's plus its instance types and capacity types."""
+        names = [it.name for it, _ in self.instance_type_options()]
+        current = self.requirements.get(LABEL_INSTANCE_TYPE)
+        reqs = self.requirements.add(
+            Requirement.new(LABEL_INSTANCE_TYPE, IN, names, min_values=current.min_values)
+        )
+        capacity_types = self.index.capacity_types(self.options, self.requirements)
+        if capacity_types:
+            reqs = reqs.add(Requirement.new(LABEL_CAPACITY_TYPE, IN, capacity_types))
+        return reqs
 
 
 @attrs.frozen(slots=True)

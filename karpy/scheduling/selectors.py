@@ -13,6 +13,7 @@ cheap dictionary lookups.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -93,17 +94,27 @@ def selector_from_dict(data: Mapping[str, Any] | None) -> LabelSelector:
     """Compile a ``metav1.LabelSelector`` dict (``None`` selects nothing)."""
     if data is None:
         return NOTHING
-    terms: set[SelectorTerm] = set()
-    for key, value in (data.get("matchLabels") or {}).items():
-        terms.add(SelectorTerm(str(key), "In", frozenset({str(value)})))
-    for expr in data.get("matchExpressions") or []:
-        op = str(expr.get("operator", ""))
-        values = frozenset(str(v) for v in expr.get("values") or [])
+    labels = tuple((str(k), str(v)) for k, v in (data.get("matchLabels") or {}).items())
+    exprs = tuple(
+        (str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ()))
+        for e in data.get("matchExpressions") or ()
+    )
+    return _compile(labels, exprs)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile(
+    labels: tuple[tuple[str, str], ...], exprs: tuple[tuple[str, str, tuple[str, ...]], ...]
+) -> LabelSelector:
+    # Pods of one workload carry the same selectors: compile each distinct one once.
+    terms: set[SelectorTerm] = {SelectorTerm(k, "In", frozenset((v,))) for k, v in labels}
+    for key, op, raw in exprs:
+        values = frozenset(raw)
         if op not in _VALID_OPERATORS:
             return NOTHING
         if op in ("In", "NotIn") and not values:
             return NOTHING
         if op in ("Exists", "DoesNotExist") and values:
             return NOTHING
-        terms.add(SelectorTerm(str(expr.get("key", "")), op, values))
+        terms.add(SelectorTerm(key, op, values))
     return LabelSelector(tuple(sorted(terms, key=_term_order)))

@@ -1,0 +1,286 @@
+"""Karpenter's scheduling benchmark, reproduced for karpy (``make bench``).
+
+The workload is ``shared/bench/karpenter-scheduling-workload.md`` exactly: one NodePool
+with large limits; 400 instance types ``fake-it-0..399`` (capacity ``i+1`` cpu, ``2(i+1)``
+GiB, ``10(i+1)`` pods; 100m/10Mi overhead; spot in two zones and on-demand in three, priced
+``0.1 x cpu + 0.1 x GB``); "diverse" pods in five equal kinds (generic, zonal spread,
+hostname spread, zonal self-affinity, hostname anti-affinity) with random requests and
+labels from a seeded generator; and 4,000 "preference" pods run with preferences respected
+and ignored.
+
+Each case runs in a fresh subprocess so its peak RSS is its own. Reported per case: the
+time to build the solve's inputs from the objects (pod projection, NodePool and catalog
+compilation, scheduler set-up) and, separately, the time of one solve, plus new nodes,
+total hourly price and Karpenter's figures from the workload page for comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import resource
+import subprocess
+import sys
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+SIZES = (1, 100, 1_000, 5_000, 10_000, 20_000, 40_000)
+PREFERENCE_PODS = 4_000
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+CPUS = ("100m", "250m", "500m", "1000m", "1500m")
+MEMORIES = ("100Mi", "256Mi", "512Mi", "1024Mi", "2048Mi", "4096Mi")
+LABEL_VALUES = ("a", "b", "c", "d", "e", "f", "g")
+GIB = 2**30
+
+# Karpenter's figures on a 2-core machine (workload page): pods -> (nodes, seconds).
+KARPENTER = {
+    1_000: (200, 2.71),
+    5_000: (1_000, 14.9),
+    10_000: (2_000, 42.0),
+    20_000: (4_000, 79.0),
+    40_000: (8_000, 215.7),
+    "preferences-respect": (4_000, 59.6),
+    "preferences-ignore": (3, 1.35),
+}
+TARGETS = {20_000: 8.0, 40_000: 20.0, "preferences-respect": 6.0}
+RSS_TARGET_MIB = {40_000: 1024}
+
+
+# -- the workload ------------------------------------------------------------------------
+def catalog(count: int = 400) -> dict[str, Any]:
+    types = []
+    for i in range(count):
+        cpu, memory_gib = i + 1, (i + 1) * 2
+        large = cpu > 4 and memory_gib > 8
+        price = 0.1 * cpu + 0.1 * memory_gib * GIB / 1e9
+        requirements = [
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+            {"key": "kubernetes.io/os", "operator": "In", "values": ["darwin", "linux", "windows"]},
+            {"key": "size", "operator": "In", "values": ["large" if large else "small"]},
+            {"key": "integer", "operator": "In", "values": [str(cpu)]},
+            {"key": "special", "operator": "In", "values": ["optional"]}
+            if large
+            else {"key": "special", "operator": "DoesNotExist"},
+        ]
+        offerings = [
+            {"zone": zone, "capacityType": ct, "price": price, "available": True}
+            for ct, zones in (
+                ("spot", ("test-zone-1", "test-zone-2")),
+                ("on-demand", ("test-zone-1", "test-zone-2", "test-zone-3")),
+            )
+            for zone in zones
+        ]
+        types.append(
+            {
+                "name": f"fake-it-{i}",
+                "capacity": {"cpu": str(cpu), "memory": f"{memory_gib}Gi", "pods": str(cpu * 10)},
+                "overhead": {"cpu": "100m", "memory": "10Mi"},
+                "requirements": requirements,
+                "offerings": offerings,
+            }
+        )
+    return {"wellKnownLabels": ["size", "special", "integer"], "instanceTypes": types}
+
+
+def nodepool() -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "default"},
+        "spec": {
+            "limits": {"cpu": "10000000", "memory": "10000000Gi"},
+            "template": {
+                "metadata": {"labels": {"testing/cluster": "unspecified"}},
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                    "requirements": [],
+                },
+            },
+        },
+    }
+
+
+class Workload:
+    """Seeded pod generator (seed 42), drawing in the order Karpenter's benchmark does."""
+
+    def __init__(self, seed: int = 42) -> None:
+        self.rng = random.Random(seed)
+        self.count = 0
+
+    def _value(self) -> str:
+        return self.rng.choice(LABEL_VALUES)
+
+    def _requests(self) -> dict[str, str]:
+        return {"cpu": self.rng.choice(CPUS), "memory": self.rng.choice(MEMORIES)}
+
+    def _pod(self, labels: dict[str, str], requests: dict[str, str], **spec: Any) -> dict[str, Any]:
+        self.count += 1
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"pod-{self.count}",
+                "namespace": "default",
+                "uid": str(uuid.UUID(int=self.rng.getrandbits(128))),
+                "labels": labels,
+            },
+            "spec": {"containers": [{"name": "app", "resources": {"requests": requests}}], **spec},
+        }
+
+    def generic(self) -> dict[str, Any]:
+        labels = {"my-label": self._value()}
+        return self._pod(labels, self._requests())
+
+    def spread(self, key: str) -> dict[str, Any]:
+        labels = {"my-label": self._value()}
+        tsc = {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"my-label": self._value()}},
+        }
+        return self._pod(labels, self._requests(), topologySpreadConstraints=[tsc])
+
+    def self_affinity(self) -> dict[str, Any]:
+        labels = {"my-affininity": self._value()}
+        term = {"labelSelector": {"matchLabels": dict(labels)}, "topologyKey": ZONE}
+        affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+        return self._pod(labels, self._requests(), affinity=affinity)
+
+    def anti_affinity(self) -> dict[str, Any]:
+        labels = {"app": "nginx"}
+        term = {"labelSelector": {"matchLabels": {"app": "nginx"}}, "topologyKey": HOSTNAME}
+        affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+        return self._pod(labels, self._requests(), affinity=affinity)
+
+    def diverse(self, count: int) -> list[dict[str, Any]]:
+        part = count // 5
+        pods = [self.generic() for _ in range(part)]
+        pods += [self.spread(ZONE) for _ in range(part)]
+        pods += [self.spread(HOSTNAME) for _ in range(part)]
+        pods += [self.self_affinity() for _ in range(part)]
+        pods += [self.anti_affinity() for _ in range(part)]
+        pods += [self.generic() for _ in range(count - len(pods))]
+        return pods
+
+    def preferences(self, count: int) -> list[dict[str, Any]]:
+        requests = self._requests()
+        selector = {"matchLabels": {"app": "nginx"}}
+        affinity = {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 1,
+                        "preference": {
+                            "matchExpressions": [
+                                {"key": ZONE, "operator": "In", "values": ["test-zone-1"]}
+                            ]
+                        },
+                    }
+                ]
+            },
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 10, "podAffinityTerm": {"labelSelector": selector, "topologyKey": ZONE}},
+                    {"weight": 1, "podAffinityTerm": {"labelSelector": selector, "topologyKey": HOSTNAME}},
+                ]
+            },
+        }
+        return [self._pod({"app": "nginx"}, dict(requests), affinity=affinity) for _ in range(count)]
+
+
+# -- one case, in this process -----------------------------------------------------------
+def run_case(case: str) -> dict[str, Any]:
+    from karpy.apis.labels import AWS_WELL_KNOWN_LABELS
+    from karpy.apis.nodepool import NodePool
+    from karpy.scheduling.catalog import parse_catalog
+    from karpy.scheduling.context import build_context
+    from karpy.scheduling.pods import pod_from_dict
+    from karpy.scheduling.solver import ClusterSnapshot, Scheduler
+
+    workload = Workload()
+    if case.startswith("preferences"):
+        objects = workload.preferences(PREFERENCE_PODS)
+        policy = "Ignore" if case.endswith("ignore") else "Respect"
+    else:
+        objects = workload.diverse(int(case))
+        policy = "Respect"
+    catalog_doc, pool_doc = catalog(), nodepool()
+    started = time.perf_counter()
+    pods = [pod_from_dict(o) for o in objects]
+    parsed = parse_catalog(catalog_doc)
+    context = build_context(
+        [NodePool.from_dict(pool_doc)],
+        parsed.instance_types,
+        provider_labels=AWS_WELL_KNOWN_LABELS | parsed.well_known_labels,
+    )
+    scheduler = Scheduler(context, ClusterSnapshot(), preference_policy=policy)
+    built = time.perf_counter()
+    results = scheduler.solve(pods, clock=time.perf_counter, budget=3600.0)
+    solved = time.perf_counter()
+    return {
+        "case": case,
+        "pods": len(pods),
+        "preferencePolicy": policy,
+        "buildSeconds": round(built - started, 4),
+        "solveSeconds": round(solved - built, 4),
+        "msPerPod": round((solved - built) * 1000 / len(pods), 4),
+        "scheduled": results.scheduled,
+        "unschedulable": len(results.unschedulable),
+        "deferred": len(results.deferred),
+        "newNodes": len(results.new_nodeclaims),
+        "totalPrice": round(results.total_price, 4),
+        "shapes": results.shapes,
+        "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+# -- the benchmark -----------------------------------------------------------------------
+def _run_subprocess(case: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.bench.bench_scheduling", case],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _karpenter(case: str) -> tuple[int, float] | None:
+    key: int | str = int(case) if case.isdigit() else case
+    return KARPENTER.get(key)
+
+
+def main(results_dir: Path) -> None:
+    cases = [str(n) for n in SIZES] + ["preferences-respect", "preferences-ignore"]
+    rows = []
+    for case in cases:
+        result = _run_subprocess(case)
+        karpenter = _karpenter(case)
+        if karpenter is not None:
+            result["karpenterNodes"], result["karpenterSeconds"] = karpenter
+            result["speedup"] = round(karpenter[1] / max(result["solveSeconds"], 1e-9), 1)
+        key: int | str = int(case) if case.isdigit() else case
+        if key in TARGETS:
+            result["targetSeconds"] = TARGETS[key]
+        rows.append(result)
+        print(
+            f"{case:>20}  pods {result['pods']:>6}  build {result['buildSeconds']:7.3f}s  "
+            f"solve {result['solveSeconds']:7.3f}s  {result['msPerPod']:7.4f} ms/pod  "
+            f"nodes {result['newNodes']:>5} (karpenter {result.get('karpenterNodes', '-')})  "
+            f"price {result['totalPrice']:10.4f}  rss {result['peakRssMiB']:7.1f} MiB  "
+            f"scheduled {result['scheduled']}/{result['pods']}"
+            + (f"  {result['speedup']}x" if "speedup" in result else ""),
+            flush=True,
+        )
+    (results_dir / "scheduling.json").write_text(json.dumps({"cases": rows}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    print(json.dumps(run_case(sys.argv[1])))
