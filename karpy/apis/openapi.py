@@ -18,9 +18,9 @@ meaning; ``tests/apis/test_cel_twins.py`` evaluates both on the same values to k
 equal. A predicate sees exactly what CEL's ``self`` would: the JSON value at that node
 (dicts, lists, strings, ints), with ``has(x.f)`` spelled ``"f" in x``.
 
-As in kube-apiserver, CEL rules are only evaluated when the OpenAPI part found no type or
-enum error anywhere in the object (those errors could make CEL evaluation meaningless);
-the response then carries one extra ``<nil>`` error saying so.
+As in kube-apiserver, CEL rules are only evaluated when the OpenAPI part found no type,
+enum, required, length or size error anywhere in the object (the rules may assume the
+shape those guarantee); the response then carries one extra ``<nil>`` error saying so.
 """
 
 from __future__ import annotations

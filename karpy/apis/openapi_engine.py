@@ -21,6 +21,17 @@ if TYPE_CHECKING:
 
 __all__ = ["BLOCKED_CEL_MESSAGE", "apply_defaults", "child_path", "structural_errors", "validate"]
 
+# OpenAPI failures after which kube-apiserver does not evaluate CEL rules (the object may
+# not have the shape the rules were written for, or would be too costly to evaluate).
+_BLOCKING = frozenset(
+    {
+        ErrorType.NOT_SUPPORTED,
+        ErrorType.REQUIRED,
+        ErrorType.TOO_LONG,
+        ErrorType.TOO_MANY,
+        ErrorType.TYPE_INVALID,
+    }
+)
 BLOCKED_CEL_MESSAGE = (
     "some validation rules were not checked because the object was invalid; "
     "correct the existing errors to complete validation"
@@ -85,7 +96,7 @@ def validate(
     """
     errors: list[FieldError] = []
     _check(schema, value, path, errors, structural=False, skip=skip)
-    if any(e.type in (ErrorType.NOT_SUPPORTED, ErrorType.TYPE_INVALID) for e in errors):
+    if any(e.type in _BLOCKING for e in errors):
         errors.append(FieldError("<nil>", ErrorType.INVALID, "null", BLOCKED_CEL_MESSAGE))
         return errors
     _check_rules(schema, value, path, old, errors, skip=skip)

@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "DELETE",
+    "NOT_CHECKED",
     "changed",
     "ec2nodeclass",
     "nodeclaim",
@@ -22,6 +23,11 @@ __all__ = [
 ]
 
 DELETE = object()
+# The note kube-apiserver adds when OpenAPI errors kept it from evaluating CEL rules.
+NOT_CHECKED = (
+    '<nil>: Invalid value: "null": some validation rules were not checked because the '
+    "object was invalid; correct the existing errors to complete validation"
+)
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from karpy.apis.nodepool import NodePool, cron_schedule_error
-from tests.apis.builders import changed, nodepool, rendered, requirement
+from tests.apis.builders import NOT_CHECKED, changed, nodepool, rendered, requirement
 
 TEMPLATE = "spec.template.spec"
 
@@ -108,12 +108,12 @@ HOSTNAME_KEY_MSG = 'label "kubernetes.io/hostname" is restricted'
         (
             "spec.disruption",
             {"consolidateAfter": "0s", "budgets": [{"nodes": "1"}] * 51},
-            ["spec.disruption.budgets: Too many: 51: must have at most 50 items"],
+            ["spec.disruption.budgets: Too many: 51: must have at most 50 items", NOT_CHECKED],
         ),
         (
             f"{TEMPLATE}.requirements",
             [requirement("kubernetes.io/arch", "In", "amd64")] * 101,
-            [f"{TEMPLATE}.requirements: Too many: 101: must have at most 100 items"],
+            [f"{TEMPLATE}.requirements: Too many: 101: must have at most 100 items", NOT_CHECKED],
         ),
         (
             f"{TEMPLATE}.requirements[0].minValues",
@@ -166,12 +166,18 @@ HOSTNAME_KEY_MSG = 'label "kubernetes.io/hostname" is restricted'
         (
             "spec.template.metadata.labels",
             {"team": "x" * 64},
-            ["spec.template.metadata.labels.team: Too long: may not be more than 63 bytes"],
+            [
+                "spec.template.metadata.labels.team: Too long: may not be more than 63 bytes",
+                NOT_CHECKED,
+            ],
         ),
         (
             "spec.template.metadata.labels",
             {f"k{i}": "v" for i in range(101)},
-            ["spec.template.metadata.labels: Too many: 101: must have at most 100 items"],
+            [
+                "spec.template.metadata.labels: Too many: 101: must have at most 100 items",
+                NOT_CHECKED,
+            ],
         ),
         # CEL rules
         (
