@@ -75,9 +75,11 @@ def _reserved_map(field: str, description: str) -> Schema:
 
 
 def _soft_keys_match(kubelet: dict[str, Any], field: str, other: str) -> bool:
+    """Every key of ``field`` is in ``other``; like CEL, reading an absent ``other`` is an
+    evaluation error (KeyError), but only once there is a key to look up."""
     if field not in kubelet:
         return True
-    return all(k in kubelet.get(other, {}) for k in kubelet[field])
+    return all(k in kubelet[other] for k in kubelet[field])
 
 
 def _image_gc_ok(kubelet: dict[str, Any]) -> bool:

@@ -287,14 +287,16 @@ def with_amis(terms: list[dict[str, Any]], family: str | None = None) -> EC2Node
             "spec.kubelet",
             {"evictionSoft": {"memory.available": "10%"}},
             [
-                "spec.kubelet: Invalid value: evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod"
+                'spec.kubelet: Invalid value: "object": no such key: evictionSoftGracePeriod evaluating rule: evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod'
             ],
         ),
+        # An empty map prints as absent, so CEL cannot read it (kube would say the same
+        # for a manifest without evictionSoft).
         (
             "spec.kubelet",
             {"evictionSoftGracePeriod": {"memory.available": "1m"}, "evictionSoft": {}},
             [
-                "spec.kubelet: Invalid value: evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft"
+                'spec.kubelet: Invalid value: "object": no such key: evictionSoft evaluating rule: evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft'
             ],
         ),
         (
