@@ -11,16 +11,19 @@ Sub-commands (each a function pair below, registered in `SUBCOMMANDS`):
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import signal
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from karpy.errors import UsageError
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
 
 REPO_CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 
@@ -29,21 +32,34 @@ def _add_apiserver_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free port)")
     parser.add_argument(
-        "--crds", action="append", type=Path, default=None, metavar="DIR",
+        "--crds",
+        action="append",
+        type=Path,
+        default=None,
+        metavar="DIR",
         help=f"directory or file of CRD manifests to load (repeatable; default {REPO_CRDS})",
     )
-    parser.add_argument("--kubeconfig", type=Path, default=None, help="where to write the kubeconfig")
     parser.add_argument(
-        "--pod-termination", choices=("immediate", "graceful", "manual"), default="graceful",
+        "--kubeconfig", type=Path, default=None, help="where to write the kubeconfig"
+    )
+    parser.add_argument(
+        "--pod-termination",
+        choices=("immediate", "graceful", "manual"),
+        default="graceful",
         help="who finishes graceful pod deletions (default: the emulator, after the grace period)",
     )
-    parser.add_argument("--bookmark-period", type=float, default=5.0, help="seconds between watch BOOKMARKs")
-    parser.add_argument("--history-size", type=int, default=10_000, help="watch history per resource")
+    parser.add_argument(
+        "--bookmark-period", type=float, default=5.0, help="seconds between watch BOOKMARKs"
+    )
+    parser.add_argument(
+        "--history-size", type=int, default=10_000, help="watch history per resource"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request (debug)")
 
 
 async def _serve(args: argparse.Namespace, banner: Callable[[Path], None]) -> int:
-    from karpy.sandbox.apiserver import APIServer
+    # Imported here so `karpy sandbox --help` stays instant.
+    from karpy.sandbox.apiserver import APIServer  # noqa: PLC0415
 
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         raise UsageError(f"--host {args.host}: the emulator only listens on loopback")
@@ -52,8 +68,12 @@ async def _serve(args: argparse.Namespace, banner: Callable[[Path], None]) -> in
         if args.crds is not None and not path.exists():
             raise UsageError(f"--crds {path}: no such file or directory")
     server = APIServer(
-        host=args.host, port=args.port, crd_dirs=crd_dirs, pod_termination=args.pod_termination,
-        bookmark_period=args.bookmark_period, history_size=args.history_size,
+        host=args.host,
+        port=args.port,
+        crd_dirs=crd_dirs,
+        pod_termination=args.pod_termination,
+        bookmark_period=args.bookmark_period,
+        history_size=args.history_size,
     )
     try:
         await server.start()
@@ -90,7 +110,9 @@ def _run(args: argparse.Namespace) -> int:
     return asyncio.run(_serve(args, banner))
 
 
-SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
+SUBCOMMANDS: dict[
+    str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+] = {
     "apiserver": ("run the kube-apiserver emulator", _add_apiserver_arguments, _apiserver),
     "run": ("run the sandbox cluster (what `make run` starts)", _add_apiserver_arguments, _run),
 }

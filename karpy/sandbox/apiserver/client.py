@@ -8,16 +8,18 @@ object handed out is a copy: mutating it never changes the store.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from karpy.sandbox.apiserver import patching
 from karpy.sandbox.apiserver.eviction import DisruptionController, evict
-from karpy.sandbox.apiserver.kinds import Obj, View
 from karpy.sandbox.apiserver.listing import ListOptions, list_objects, parse_list_options
 from karpy.sandbox.apiserver.objects import DeleteOptions, ObjectAPI
 from karpy.sandbox.apiserver.pods import bind
+
+if TYPE_CHECKING:
+    from karpy.sandbox.apiserver.kinds import Obj, View
 
 PATCH_TYPES = {
     "merge": patching.MERGE_PATCH,
@@ -26,8 +28,9 @@ PATCH_TYPES = {
 }
 
 
-def _copy(obj: Any) -> Any:
-    return orjson.loads(orjson.dumps(obj))
+def _copy(obj: Any) -> Obj:
+    copied: Obj = orjson.loads(orjson.dumps(obj))
+    return copied
 
 
 class StoreClient:
@@ -48,7 +51,9 @@ class StoreClient:
 
     def try_get(self, resource: str, name: str, namespace: str | None = None) -> Obj | None:
         view = self.view(resource)
-        entry = self._api.store.get_entry(view.kind, (namespace or "") if view.kind.namespaced else "", name)
+        entry = self._api.store.get_entry(
+            view.kind, (namespace or "") if view.kind.namespaced else "", name
+        )
         return None if entry is None else _copy(view.external(entry.obj))
 
     def list(
@@ -74,12 +79,22 @@ class StoreClient:
     def update(self, resource: str, obj: Obj, namespace: str | None = None) -> Obj:
         view = self.view(resource)
         meta = obj.get("metadata") or {}
-        return _copy(self._api.update(view, namespace or meta.get("namespace"), meta.get("name", ""), obj))
+        return _copy(
+            self._api.update(view, namespace or meta.get("namespace"), meta.get("name", ""), obj)
+        )
 
     def update_status(self, resource: str, obj: Obj, namespace: str | None = None) -> Obj:
         view = self.view(resource)
         meta = obj.get("metadata") or {}
-        return _copy(self._api.update(view, namespace or meta.get("namespace"), meta.get("name", ""), obj, subresource="status"))
+        return _copy(
+            self._api.update(
+                view,
+                namespace or meta.get("namespace"),
+                meta.get("name", ""),
+                obj,
+                subresource="status",
+            )
+        )
 
     def patch(
         self,
@@ -93,7 +108,11 @@ class StoreClient:
     ) -> Obj:
         view = self.view(resource)
         content_type = PATCH_TYPES.get(patch_type, patch_type)
-        return _copy(self._api.patch(view, namespace, name, content_type, _copy(patch), subresource=subresource))
+        return _copy(
+            self._api.patch(
+                view, namespace, name, content_type, _copy(patch), subresource=subresource
+            )
+        )
 
     def delete(
         self,
@@ -112,9 +131,17 @@ class StoreClient:
         return _copy(obj)
 
     def bind(self, name: str, node: str, namespace: str = "default") -> None:
-        bind(self._api, self.view("pods"), namespace, name, {"metadata": {"name": name}, "target": {"kind": "Node", "name": node}})
+        bind(
+            self._api,
+            self.view("pods"),
+            namespace,
+            name,
+            {"metadata": {"name": name}, "target": {"kind": "Node", "name": node}},
+        )
 
-    def evict(self, name: str, namespace: str = "default", delete_options: dict[str, Any] | None = None) -> None:
+    def evict(
+        self, name: str, namespace: str = "default", delete_options: dict[str, Any] | None = None
+    ) -> None:
         body: dict[str, Any] = {"metadata": {"name": name, "namespace": namespace}}
         if delete_options:
             body["deleteOptions"] = delete_options

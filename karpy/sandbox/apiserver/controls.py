@@ -1,10 +1,12 @@
 """Test controls over HTTP, under ``/_emulator/``, for tests that drive the emulator
 from another process (the ``karpy controller`` subprocess, a kubectl run):
 
-    POST   /_emulator/faults                {method, path, action, status, count, retryAfter, latency, message, reason, watch}
+    POST   /_emulator/faults                {method, path, action, status, count, retryAfter,
+                                             latency, message, reason, watch}
     GET    /_emulator/faults                the rules and how often each fired
     DELETE /_emulator/faults                remove every rule
-    POST   /_emulator/storage-initializing  {requests}: 429 "storage is (re)initializing" per custom resource
+    POST   /_emulator/storage-initializing  {requests}: 429 "storage is (re)initializing" on
+                                            the first requests for each custom resource
     POST   /_emulator/watches/drop          {abrupt: true}: end every open watch
     POST   /_emulator/compact               {resourceVersion?}: forget history, forcing 410s
     PUT    /_emulator/bookmark-period       {seconds}

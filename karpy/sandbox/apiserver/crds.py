@@ -15,9 +15,10 @@ while every custom resource of the kind is deleted, then the kind is unregistere
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -27,7 +28,9 @@ from karpy.sandbox.apiserver import schema as crd_schema
 from karpy.sandbox.apiserver.jsonpath import JSONPathError, compile_path
 from karpy.sandbox.apiserver.kinds import Kind, Obj, PrinterColumn, ScaleSpec, version_priority
 from karpy.sandbox.apiserver.objects import Behavior, DeleteOptions, ObjectAPI
-from karpy.sandbox.apiserver.store import Change, Entry, Key
+
+if TYPE_CHECKING:
+    from karpy.sandbox.apiserver.store import Change, Entry, Key
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 _CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
@@ -53,22 +56,39 @@ def validate_crd(crd: Obj) -> list[FieldError]:
     if not names.get("kind"):
         found.append(FieldError.required("spec.names.kind"))
     if spec.get("scope") not in ("Namespaced", "Cluster"):
-        found.append(FieldError.not_supported("spec.scope", spec.get("scope"), ["Cluster", "Namespaced"]))
+        found.append(
+            FieldError.not_supported("spec.scope", spec.get("scope"), ["Cluster", "Namespaced"])
+        )
     name = _get(crd, "metadata", "name")
     if names.get("plural") and group and name != f"{names['plural']}.{group}":
-        found.append(FieldError.invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
+        found.append(
+            FieldError.invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group')
+        )
     versions = spec.get("versions") or []
     if not versions:
-        found.append(FieldError.required("spec.versions", "must have exactly one version marked as storage version"))
+        found.append(
+            FieldError.required(
+                "spec.versions", "must have exactly one version marked as storage version"
+            )
+        )
     elif sum(1 for v in versions if v.get("storage")) != 1:
-        found.append(FieldError.invalid("spec.versions", versions, "must have exactly one version marked as storage version"))
+        found.append(
+            FieldError.invalid(
+                "spec.versions", versions, "must have exactly one version marked as storage version"
+            )
+        )
     for i, version in enumerate(versions):
         for j, column in enumerate(version.get("additionalPrinterColumns") or []):
             try:
                 compile_path(str(column.get("jsonPath", "")))
             except JSONPathError as exc:
-                found.append(FieldError.invalid(
-                    f"spec.versions[{i}].additionalPrinterColumns[{j}].jsonPath", column.get("jsonPath"), str(exc)))
+                found.append(
+                    FieldError.invalid(
+                        f"spec.versions[{i}].additionalPrinterColumns[{j}].jsonPath",
+                        column.get("jsonPath"),
+                        str(exc),
+                    )
+                )
     return found
 
 
@@ -103,33 +123,61 @@ def kind_from_crd(crd: Obj) -> Kind:
         scale = ScaleSpec(
             compile_path(scale_spec.get("specReplicasPath", ".spec.replicas")),
             compile_path(scale_spec.get("statusReplicasPath", ".status.replicas")),
-            compile_path(scale_spec["labelSelectorPath"]) if scale_spec.get("labelSelectorPath") else None,
+            compile_path(scale_spec["labelSelectorPath"])
+            if scale_spec.get("labelSelectorPath")
+            else None,
         )
-    columns = [PrinterColumn(
-        "Name", format="name", description="Name must be unique within a namespace.",
-        json_path=compile_path(".metadata.name"),
-    )]
+    columns = [
+        PrinterColumn(
+            "Name",
+            format="name",
+            description="Name must be unique within a namespace.",
+            json_path=compile_path(".metadata.name"),
+        )
+    ]
     printer = storage.get("additionalPrinterColumns")
     if printer is None:
-        columns.append(PrinterColumn("Age", type="date", json_path=compile_path(".metadata.creationTimestamp")))
-    for column in printer or []:
-        columns.append(PrinterColumn(
-            column["name"], type=column.get("type", "string"), format=column.get("format", ""),
-            description=column.get("description", ""), priority=int(column.get("priority", 0)),
+        columns.append(
+            PrinterColumn("Age", type="date", json_path=compile_path(".metadata.creationTimestamp"))
+        )
+    columns.extend(
+        PrinterColumn(
+            column["name"],
+            type=column.get("type", "string"),
+            format=column.get("format", ""),
+            description=column.get("description", ""),
+            priority=int(column.get("priority", 0)),
             json_path=compile_path(column["jsonPath"]),
-        ))
+        )
+        for column in printer or []
+    )
     schemas = {}
     for version in served:
         openapi = _get(version, "schema", "openAPIV3Schema")
-        schemas[version["name"]] = compiled(openapi or {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
-    selectable = tuple(str(f.get("jsonPath", "")).lstrip(".") for f in storage.get("selectableFields") or [])
+        schemas[version["name"]] = compiled(
+            openapi or {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        )
+    selectable = tuple(
+        str(f.get("jsonPath", "")).lstrip(".") for f in storage.get("selectableFields") or []
+    )
     return Kind(
-        spec["group"], tuple(v["name"] for v in served), names["kind"], names["plural"],
-        names.get("singular") or names["kind"].lower(), spec["scope"] == "Namespaced",
-        tuple(names.get("shortNames") or ()), tuple(names.get("categories") or ()),
-        status_subresource=status, scale=scale, patch_meta=None, columns=tuple(columns),
-        status_on_create="drop" if status else "keep", returns_deleted_object=True,
-        custom=True, schemas=schemas, selectable_fields=selectable,
+        spec["group"],
+        tuple(v["name"] for v in served),
+        names["kind"],
+        names["plural"],
+        names.get("singular") or names["kind"].lower(),
+        spec["scope"] == "Namespaced",
+        tuple(names.get("shortNames") or ()),
+        tuple(names.get("categories") or ()),
+        status_subresource=status,
+        scale=scale,
+        patch_meta=None,
+        columns=tuple(columns),
+        status_on_create="drop" if status else "keep",
+        returns_deleted_object=True,
+        custom=True,
+        schemas=schemas,
+        selectable_fields=selectable,
     )
 
 
@@ -144,10 +192,20 @@ def established_status(crd: Obj, now: str) -> dict[str, Any]:
     return {
         "acceptedNames": names,
         "conditions": [
-            {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now,
-             "reason": "NoConflicts", "message": "no conflicts found"},
-            {"type": "Established", "status": "True", "lastTransitionTime": now,
-             "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"},
+            {
+                "type": "NamesAccepted",
+                "status": "True",
+                "lastTransitionTime": now,
+                "reason": "NoConflicts",
+                "message": "no conflicts found",
+            },
+            {
+                "type": "Established",
+                "status": "True",
+                "lastTransitionTime": now,
+                "reason": "InitialNamesAccepted",
+                "message": "the initial names have been accepted",
+            },
         ],
         "storedVersions": stored,
     }
@@ -159,13 +217,20 @@ class CRDBehavior(Behavior):
         spec = obj.get("spec") or {}
         existing = api.registry.get(spec.get("group", ""), _get(spec, "names", "plural") or "")
         if not found and existing is not None and not existing.custom:
-            found.append(FieldError.invalid("spec.names.plural", _get(spec, "names", "plural"),
-                                            "is already served by a built-in resource"))
+            found.append(
+                FieldError.invalid(
+                    "spec.names.plural",
+                    _get(spec, "names", "plural"),
+                    "is already served by a built-in resource",
+                )
+            )
         if old is not None and spec.get("scope") != (old.get("spec") or {}).get("scope"):
             found.append(FieldError.invalid("spec.scope", spec.get("scope"), "field is immutable"))
         return found
 
-    def delete(self, api: ObjectAPI, kind: Kind, key: Key, prev: Entry, options: DeleteOptions) -> Obj | None:
+    def delete(
+        self, api: ObjectAPI, kind: Kind, key: Key, prev: Entry, options: DeleteOptions
+    ) -> Obj | None:
         obj = prev.obj
         if obj["metadata"].get("deletionTimestamp"):
             return obj
@@ -208,7 +273,11 @@ class CRDController:
             return
         status = established_status(crd, self.api.now())
         current = crd.get("status") or {}
-        if current.get("acceptedNames") != status["acceptedNames"] or current.get("storedVersions") != status["storedVersions"] or not current.get("conditions"):
+        if (
+            current.get("acceptedNames") != status["acceptedNames"]
+            or current.get("storedVersions") != status["storedVersions"]
+            or not current.get("conditions")
+        ):
             view = self.api.registry.view(*_CRDS[:1], "v1", _CRDS[1])
             assert view is not None
             try:
@@ -218,10 +287,8 @@ class CRDController:
                 self._write_status(view, change.key, status)
 
     def _write_status(self, view: Any, key: Key, status: dict[str, Any]) -> None:
-        try:
+        with contextlib.suppress(errors.APIError):
             self.api.write_status(view, key, status)
-        except errors.APIError:
-            pass
 
     def _unregister(self, crd: Obj) -> None:
         spec = crd.get("spec") or {}
@@ -231,7 +298,11 @@ class CRDController:
 
     async def _cleanup_loop(self, name: str) -> None:
         try:
-            while not self.cleanup(name):
+            # Polling, as the upstream controllers resync: a finalizer removed by anyone
+            # (a test, karpy) lets the sweep finish on its next pass.
+            while not self.cleanup(name):  # noqa: ASYNC110
+                # Polling, as the upstream controllers resync: a finalizer removed by
+                # anyone (a test, karpy) lets the sweep finish on its next pass.
                 await asyncio.sleep(0.05)
         finally:
             self._cleanups.pop(name, None)
@@ -253,14 +324,14 @@ class CRDController:
                 remaining += 1
                 meta = entry.obj["metadata"]
                 if not meta.get("deletionTimestamp"):
-                    try:
+                    with contextlib.suppress(errors.APIError):
                         api.delete(view, meta.get("namespace"), meta["name"])
-                    except errors.APIError:
-                        pass
         if remaining:
             return False
         new = copy.deepcopy(prev.obj)
-        new["metadata"]["finalizers"] = [f for f in new["metadata"].get("finalizers") or [] if f != CLEANUP_FINALIZER]
+        new["metadata"]["finalizers"] = [
+            f for f in new["metadata"].get("finalizers") or [] if f != CLEANUP_FINALIZER
+        ]
         if new["metadata"]["finalizers"]:
             if new != prev.obj:
                 api.store.commit(crd_kind, "MODIFIED", ("", name), new, prev)

@@ -15,11 +15,12 @@ for built-in kinds from its compiled-in types instead of from our schemas. OpenA
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from karpy.sandbox.apiserver.kinds import Kind, Registry
+if TYPE_CHECKING:
+    from karpy.sandbox.apiserver.kinds import Kind, Registry
 
 KUBERNETES_VERSION = {
     "major": "1",
@@ -88,7 +89,16 @@ def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any
             "singularName": kind.singular,
             "namespaced": kind.namespaced,
             "kind": kind.kind,
-            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+            "verbs": [
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ],
         }
         if kind.short_names:
             entry["shortNames"] = list(kind.short_names)
@@ -140,21 +150,34 @@ def _schema_name(kind: Kind, version: str) -> str:
     return f"{group}.{version}.{kind.kind}"
 
 
-def _operation(kind: Kind, version: str, action: str, body: bool, patch: bool = False) -> dict[str, Any]:
+def _operation(
+    kind: Kind, version: str, action: str, body: bool, patch: bool = False
+) -> dict[str, Any]:
     op: dict[str, Any] = {
         "operationId": f"{action}{kind.kind}",
         "parameters": [_param(p) for p in _QUERY],
-        "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": _ref(kind, version)}}}}},
+        "responses": {
+            "200": {
+                "description": "OK",
+                "content": {"application/json": {"schema": {"$ref": _ref(kind, version)}}},
+            }
+        },
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": _gvk(kind, version),
     }
     if patch:
-        op["requestBody"] = {"content": {
-            "application/json-patch+json": {"schema": {"type": "object"}},
-            "application/merge-patch+json": {"schema": {"type": "object"}},
-        }, "required": True}
+        op["requestBody"] = {
+            "content": {
+                "application/json-patch+json": {"schema": {"type": "object"}},
+                "application/merge-patch+json": {"schema": {"type": "object"}},
+            },
+            "required": True,
+        }
     elif body:
-        op["requestBody"] = {"content": {"application/json": {"schema": {"$ref": _ref(kind, version)}}}, "required": True}
+        op["requestBody"] = {
+            "content": {"application/json": {"schema": {"$ref": _ref(kind, version)}}},
+            "required": True,
+        }
     return op
 
 
@@ -169,7 +192,13 @@ def openapi_paths(registry: Registry) -> dict[str, str]:
 
 
 def document_hash(registry: Registry, group: str, version: str) -> str:
-    return hashlib.sha512(orjson.dumps(openapi_document(registry, group, version), option=orjson.OPT_SORT_KEYS)).hexdigest()[:32].upper()
+    return (
+        hashlib.sha512(
+            orjson.dumps(openapi_document(registry, group, version), option=orjson.OPT_SORT_KEYS)
+        )
+        .hexdigest()[:32]
+        .upper()
+    )
 
 
 def openapi_document(registry: Registry, group: str, version: str) -> dict[str, Any]:
@@ -178,7 +207,11 @@ def openapi_document(registry: Registry, group: str, version: str) -> dict[str, 
     schemas: dict[str, Any] = {}
     prefix = f"/api/{version}" if not group else f"/apis/{group}/{version}"
     for kind in kinds:
-        base = f"{prefix}/namespaces/{{namespace}}/{kind.plural}" if kind.namespaced else f"{prefix}/{kind.plural}"
+        base = (
+            f"{prefix}/namespaces/{{namespace}}/{kind.plural}"
+            if kind.namespaced
+            else f"{prefix}/{kind.plural}"
+        )
         paths[base] = {
             "get": _operation(kind, version, "list", False),
             "post": _operation(kind, version, "post", True),
@@ -214,7 +247,10 @@ def openapi_document(registry: Registry, group: str, version: str) -> dict[str, 
         schemas[_schema_name(kind, version)] = schema
     return {
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes (karpy sandbox emulator)", "version": KUBERNETES_VERSION["gitVersion"]},
+        "info": {
+            "title": "Kubernetes (karpy sandbox emulator)",
+            "version": KUBERNETES_VERSION["gitVersion"],
+        },
         "paths": paths,
         "components": {"schemas": schemas},
     }

@@ -20,20 +20,32 @@ import asyncio
 import copy
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy.sandbox.apiserver import errors, metadata
-from karpy.sandbox.apiserver.kinds import Kind, Obj, View
 from karpy.sandbox.apiserver.objects import DeleteOptions, ObjectAPI
 from karpy.sandbox.apiserver.pods import is_ready
 from karpy.sandbox.apiserver.selectors import SelectorError, label_selector_from_object
-from karpy.sandbox.apiserver.store import Change
+from karpy.sandbox.apiserver.tables import parse_time
+
+if TYPE_CHECKING:
+    from karpy.sandbox.apiserver.kinds import Kind, Obj, View
+    from karpy.sandbox.apiserver.store import Change
 
 DELETION_TIMEOUT_SECONDS = 120
 TOO_MANY = "Cannot evict pod as it would violate the pod's disruption budget."
-MULTIPLE = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+MULTIPLE = (
+    "This pod has more than one PodDisruptionBudget, which the eviction subresource does "
+    "not support."
+)
 _PDB = ("policy", "poddisruptionbudgets")
-_WATCHED = {("", "pods"), _PDB, ("apps", "replicasets"), ("apps", "deployments"), ("apps", "statefulsets")}
+_WATCHED = {
+    ("", "pods"),
+    _PDB,
+    ("apps", "replicasets"),
+    ("apps", "deployments"),
+    ("apps", "statefulsets"),
+}
 
 
 def _scaled(value: Any, total: int) -> int:
@@ -67,7 +79,9 @@ class DisruptionController:
             return
         if kind.key == _PDB and change.type != "DELETED" and change.prev is not None:
             old, new = change.prev.obj, change.entry.obj
-            if old.get("spec") == new.get("spec") and old["metadata"].get("generation") == new["metadata"].get("generation"):
+            if old.get("spec") == new.get("spec") and old["metadata"].get("generation") == new[
+                "metadata"
+            ].get("generation"):
                 return  # a status write, ours or someone's: nothing to recompute
         self._dirty.add(change.key[0])
         if not self._scheduled:
@@ -96,7 +110,8 @@ class DisruptionController:
             return []
         ns = pdb["metadata"]["namespace"]
         return [
-            e.obj for e in self.api.store.all_objects(pods.kind, ns)
+            e.obj
+            for e in self.api.store.all_objects(pods.kind, ns)
             if selector.matches(e.obj["metadata"].get("labels"))
         ]
 
@@ -124,11 +139,18 @@ class DisruptionController:
             name = pod["metadata"]["name"]
             when = (status.get("disruptedPods") or {}).get(name)
             stamp = _parse(when)
-            if pod["metadata"].get("deletionTimestamp") is None and stamp is not None and stamp + DELETION_TIMEOUT_SECONDS > now:
+            if (
+                pod["metadata"].get("deletionTimestamp") is None
+                and stamp is not None
+                and stamp + DELETION_TIMEOUT_SECONDS > now
+            ):
                 disrupted[name] = when
         healthy = 0
         for pod in pods:
-            if pod["metadata"].get("deletionTimestamp") is not None or pod["metadata"]["name"] in disrupted:
+            if (
+                pod["metadata"].get("deletionTimestamp") is not None
+                or pod["metadata"]["name"] in disrupted
+            ):
                 continue
             if is_ready(pod):
                 healthy += 1
@@ -147,27 +169,43 @@ class DisruptionController:
         reason = "SufficientPods" if allowed > 0 else "InsufficientPods"
         if failure:
             reason = "SyncFailed"
-        new["conditions"] = self._condition(status, allowed > 0, reason, failure, new["observedGeneration"])
+        new["conditions"] = self._condition(
+            status, allowed > 0, reason, failure, new["observedGeneration"]
+        )
         return new
 
-    def _condition(self, status: dict[str, Any], allowed: bool, reason: str, message: str, generation: int) -> list[dict[str, Any]]:
+    def _condition(
+        self, status: dict[str, Any], allowed: bool, reason: str, message: str, generation: int
+    ) -> list[dict[str, Any]]:
         value = "True" if allowed else "False"
-        previous = next((c for c in status.get("conditions") or [] if c.get("type") == "DisruptionAllowed"), None)
-        since = previous["lastTransitionTime"] if previous and previous.get("status") == value else self.api.now()
-        return [{
-            "type": "DisruptionAllowed",
-            "status": value,
-            "observedGeneration": generation,
-            "lastTransitionTime": since,
-            "reason": reason,
-            "message": message,
-        }]
+        previous = next(
+            (c for c in status.get("conditions") or [] if c.get("type") == "DisruptionAllowed"),
+            None,
+        )
+        since = (
+            previous["lastTransitionTime"]
+            if previous and previous.get("status") == value
+            else self.api.now()
+        )
+        return [
+            {
+                "type": "DisruptionAllowed",
+                "status": value,
+                "observedGeneration": generation,
+                "lastTransitionTime": since,
+                "reason": reason,
+                "message": message,
+            }
+        ]
 
     def _expected_scale(self, pods: list[Obj]) -> int:
         """Sum of the owning controllers' replicas; a pod without one is an error."""
         scales: dict[str, int] = {}
         for pod in pods:
-            owner = next((r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+            owner = next(
+                (r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")),
+                None,
+            )
             if owner is None:
                 raise ValueError(f'found no controllers for pod "{pod["metadata"]["name"]}"')
             if owner.get("uid") in scales:
@@ -187,12 +225,20 @@ class DisruptionController:
             if entry is None or entry.obj["metadata"].get("uid") != owner.get("uid"):
                 return None
             if kind.key == ("apps", "replicasets"):
-                parent = next((r for r in entry.obj["metadata"].get("ownerReferences") or []
-                               if r.get("controller") and r.get("kind") == "Deployment"), None)
+                parent = next(
+                    (
+                        r
+                        for r in entry.obj["metadata"].get("ownerReferences") or []
+                        if r.get("controller") and r.get("kind") == "Deployment"
+                    ),
+                    None,
+                )
                 if parent is not None:
                     return self._controller_scale(namespace, parent)
             replicas = kind.scale.spec_replicas.first(entry.obj)
-            return str(entry.obj["metadata"]["uid"]), int(replicas if isinstance(replicas, int) else 1)
+            return str(entry.obj["metadata"]["uid"]), int(
+                replicas if isinstance(replicas, int) else 1
+            )
         return None
 
     def sync(self, pdb: Obj) -> Obj:
@@ -206,19 +252,25 @@ class DisruptionController:
 
 
 def _same_status(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    strip = lambda s: {k: v for k, v in s.items() if k != "conditions"}  # noqa: E731
-    ca = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in a.get("conditions") or []]
-    cb = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in b.get("conditions") or []]
-    return strip(a) == strip(b) and ca == cb
+    def without_conditions(status: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in status.items() if k != "conditions"}
+
+    def conditions(status: dict[str, Any]) -> list[dict[str, Any]]:
+        return [
+            {k: v for k, v in c.items() if k != "lastTransitionTime"}
+            for c in status.get("conditions") or []
+        ]
+
+    return without_conditions(a) == without_conditions(b) and conditions(a) == conditions(b)
 
 
 def _parse(stamp: Any) -> float | None:
-    from karpy.sandbox.apiserver.tables import parse_time
-
     return parse_time(stamp) if isinstance(stamp, str) else None
 
 
-def evict(api: ObjectAPI, controller: DisruptionController, namespace: str, name: str, eviction: Any) -> dict[str, Any]:
+def evict(
+    api: ObjectAPI, controller: DisruptionController, namespace: str, name: str, eviction: Any
+) -> dict[str, Any]:
     """POST pods/<name>/eviction; returns the Success Status or raises `APIError`."""
     if not isinstance(eviction, dict):
         raise errors.bad_request("not a Eviction object")
@@ -230,7 +282,11 @@ def evict(api: ObjectAPI, controller: DisruptionController, namespace: str, name
     phase = (pod.get("status") or {}).get("phase")
     deleting = pod["metadata"].get("deletionTimestamp") is not None
     if phase in ("Succeeded", "Failed", "Pending") or deleting:
-        if options.resource_version is None and phase not in ("Succeeded", "Failed") and not deleting:
+        if (
+            options.resource_version is None
+            and phase not in ("Succeeded", "Failed")
+            and not deleting
+        ):
             options = _with_rv(options, pod["metadata"]["resourceVersion"])
         _delete(api, pods, namespace, name, options)
         return errors.success_status(201)
@@ -251,7 +307,10 @@ def evict(api: ObjectAPI, controller: DisruptionController, namespace: str, name
         policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy")
         unhealthy_ok = not is_ready(pod) and (
             policy == "AlwaysAllow"
-            or (status.get("currentHealthy", 0) >= status.get("desiredHealthy", 0) and status.get("desiredHealthy", 0) > 0)
+            or (
+                status.get("currentHealthy", 0) >= status.get("desiredHealthy", 0)
+                and status.get("desiredHealthy", 0) > 0
+            )
         )
         if unhealthy_ok:
             if options.resource_version is None:
@@ -263,26 +322,46 @@ def evict(api: ObjectAPI, controller: DisruptionController, namespace: str, name
 
 
 def _with_rv(options: DeleteOptions, rv: str) -> DeleteOptions:
-    return DeleteOptions(options.grace_period_seconds, options.uid, rv, options.propagation_policy, options.dry_run)
+    return DeleteOptions(
+        options.grace_period_seconds, options.uid, rv, options.propagation_policy, options.dry_run
+    )
 
 
-def _check_and_decrement(api: ObjectAPI, pdbs: View, pdb: Obj, pod_name: str, dry_run: bool) -> None:
+def _check_and_decrement(
+    api: ObjectAPI, pdbs: View, pdb: Obj, pod_name: str, dry_run: bool
+) -> None:
     status = copy.deepcopy(pdb.get("status") or {})
     name = pdb["metadata"]["name"]
     if status.get("observedGeneration", 0) < pdb["metadata"].get("generation", 1):
-        raise errors.too_many_requests(TOO_MANY, 10, [{
-            "reason": "DisruptionBudget",
-            "message": f"The disruption budget {name} is still being processed by the server.",
-        }])
+        raise errors.too_many_requests(
+            TOO_MANY,
+            10,
+            [
+                {
+                    "reason": "DisruptionBudget",
+                    "message": f"The disruption budget {name} is still being processed by the "
+                    "server.",
+                }
+            ],
+        )
     allowed = int(status.get("disruptionsAllowed", 0))
     if allowed < 0:
-        raise errors.forbidden("policy", "poddisruptionbudget", name, "pdb disruptions allowed is negative")
+        raise errors.forbidden(
+            "policy", "poddisruptionbudget", name, "pdb disruptions allowed is negative"
+        )
     if allowed == 0:
-        raise errors.too_many_requests(TOO_MANY, 0, [{
-            "reason": "DisruptionBudget",
-            "message": f"The disruption budget {name} needs {status.get('desiredHealthy', 0)} "
-            f"healthy pods and has {status.get('currentHealthy', 0)} currently",
-        }])
+        desired, healthy = status.get("desiredHealthy", 0), status.get("currentHealthy", 0)
+        raise errors.too_many_requests(
+            TOO_MANY,
+            0,
+            [
+                {
+                    "reason": "DisruptionBudget",
+                    "message": f"The disruption budget {name} needs {desired} healthy pods "
+                    f"and has {healthy} currently",
+                }
+            ],
+        )
     status["disruptionsAllowed"] = allowed - 1
     if dry_run:
         return
@@ -300,19 +379,37 @@ def _delete(api: ObjectAPI, pods: View, namespace: str, name: str, options: Dele
         return
     prev = api.entry(pods, namespace, name)
     pod = pods.external(prev.obj)
-    if options.resource_version is not None and options.resource_version != pod["metadata"]["resourceVersion"]:
+    if (
+        options.resource_version is not None
+        and options.resource_version != pod["metadata"]["resourceVersion"]
+    ):
         api.delete(pods, namespace, name, options)  # raises the precondition conflict
-    if pod["metadata"].get("deletionTimestamp") is None and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+    if pod["metadata"].get("deletionTimestamp") is None and (pod.get("status") or {}).get(
+        "phase"
+    ) not in ("Succeeded", "Failed"):
         new = copy.deepcopy(pod)
-        conditions = [c for c in new.setdefault("status", {}).get("conditions") or [] if c.get("type") != "DisruptionTarget"]
-        conditions.append({
-            "type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
-            "lastTransitionTime": metadata.timestamp(api.clock()),
-            "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting",
-        })
+        conditions = [
+            c
+            for c in new.setdefault("status", {}).get("conditions") or []
+            if c.get("type") != "DisruptionTarget"
+        ]
+        conditions.append(
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": metadata.timestamp(api.clock()),
+                "reason": "EvictionByEvictionAPI",
+                "message": "Eviction API: evicting",
+            }
+        )
         new["status"]["conditions"] = conditions
         updated = api.apply_update(pods, (namespace, name), new, prev, subresource="status")
-        options = DeleteOptions(options.grace_period_seconds, options.uid,
-                                None if options.resource_version is None else updated["metadata"]["resourceVersion"],
-                                options.propagation_policy, False)
+        options = DeleteOptions(
+            options.grace_period_seconds,
+            options.uid,
+            None if options.resource_version is None else updated["metadata"]["resourceVersion"],
+            options.propagation_policy,
+            False,
+        )
     api.delete(pods, namespace, name, options)

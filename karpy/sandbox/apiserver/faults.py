@@ -26,7 +26,10 @@ _MESSAGES = {
     404: ("NotFound", "the server could not find the requested resource"),
     409: ("Conflict", errors.STALE_OBJECT),
     410: ("Expired", "The resourceVersion for the provided list is too old."),
-    429: ("TooManyRequests", "the server has received too many requests and has asked us to try again later"),
+    429: (
+        "TooManyRequests",
+        "the server has received too many requests and has asked us to try again later",
+    ),
     500: ("InternalError", "Internal error occurred: injected fault"),
     503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
     504: ("Timeout", "the server was unable to return a response in the time allotted"),
@@ -67,7 +70,9 @@ class Fault:
         if retry_after:
             headers["Retry-After"] = str(retry_after)
             details["retryAfterSeconds"] = retry_after
-        return errors.APIError(self.status, self.reason or reason, self.message or message, details, headers)
+        return errors.APIError(
+            self.status, self.reason or reason, self.message or message, details, headers
+        )
 
     def describe(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -96,17 +101,34 @@ class Faults:
     ) -> Fault:
         if action not in ACTIONS:
             raise ValueError(f"unknown fault action {action!r}; use one of {', '.join(ACTIONS)}")
-        fault = Fault(next(self._ids), method, path, action, status, reason, message, retry_after,
-                      latency, count, watch)
+        fault = Fault(
+            next(self._ids),
+            method,
+            path,
+            action,
+            status,
+            reason,
+            message,
+            retry_after,
+            latency,
+            count,
+            watch,
+        )
         self._rules.append(fault)
         return fault
 
     # Readable shorthands for the common cases.
-    def error(self, method: str, path: str, status: int = 500, count: int | None = 1, **kw: Any) -> Fault:
+    def error(
+        self, method: str, path: str, status: int = 500, count: int | None = 1, **kw: Any
+    ) -> Fault:
         return self.add(method, path, action="error", status=status, count=count, **kw)
 
-    def throttle(self, method: str, path: str, retry_after: int = 1, count: int | None = 1) -> Fault:
-        return self.add(method, path, action="error", status=429, retry_after=retry_after, count=count)
+    def throttle(
+        self, method: str, path: str, retry_after: int = 1, count: int | None = 1
+    ) -> Fault:
+        return self.add(
+            method, path, action="error", status=429, retry_after=retry_after, count=count
+        )
 
     def drop(self, method: str, path: str, count: int | None = 1, **kw: Any) -> Fault:
         return self.add(method, path, action="drop", count=count, **kw)

@@ -20,16 +20,28 @@ import orjson
 import yaml
 from aiohttp import web
 
-from karpy.sandbox.apiserver import discovery, errors, patching, tables
+from karpy.apis.fielderrors import FieldError
+from karpy.sandbox.apiserver import discovery, errors, tables
 from karpy.sandbox.apiserver.eviction import evict
-from karpy.sandbox.apiserver.kinds import View
-from karpy.sandbox.apiserver.listing import field_value, list_metadata, list_objects, parse_list_options, encode_list
+from karpy.sandbox.apiserver.listing import (
+    encode_list,
+    field_value,
+    list_metadata,
+    list_objects,
+    parse_list_options,
+)
 from karpy.sandbox.apiserver.objects import DeleteOptions
 from karpy.sandbox.apiserver.pods import bind
-from karpy.sandbox.apiserver.selectors import FieldRequirement, FieldSelector
+from karpy.sandbox.apiserver.selectors import (
+    FieldRequirement,
+    FieldSelector,
+    label_selector_from_object,
+    selector_to_string,
+)
 from karpy.sandbox.apiserver.watch import Watcher, expired_event, start_watch
 
 if TYPE_CHECKING:
+    from karpy.sandbox.apiserver.kinds import View
     from karpy.sandbox.apiserver.server import APIServer
 
 log = logging.getLogger("karpy.sandbox.apiserver")
@@ -65,7 +77,11 @@ def _warning_headers(warnings: list[str]) -> dict[str, str]:
 def wants_table(request: web.Request) -> bool:
     accept = request.headers.get("Accept", "")
     for part in accept.split(","):
-        params = {p.split("=", 1)[0].strip(): p.split("=", 1)[1].strip() for p in part.split(";")[1:] if "=" in p}
+        params = {
+            p.split("=", 1)[0].strip(): p.split("=", 1)[1].strip()
+            for p in part.split(";")[1:]
+            if "=" in p
+        }
         if params.get("as") == "Table" and params.get("g") == "meta.k8s.io":
             return True
     return False
@@ -188,8 +204,10 @@ class Frontend:
         if rest and rest[0] == "watch":
             watch_path, rest = True, rest[1:]
         namespace: str | None = None
-        if len(rest) >= 3 and rest[0] == "namespaces" and not (
-            not group and len(rest) == 3 and rest[2] in ("status", "finalize")
+        if (
+            len(rest) >= 3
+            and rest[0] == "namespaces"
+            and not (not group and len(rest) == 3 and rest[2] in ("status", "finalize"))
         ):
             namespace, rest = rest[1], rest[2:]
         if not rest or len(rest) > 3:
@@ -227,14 +245,23 @@ class Frontend:
                 raise errors.method_not_allowed(method)
             obj = api.get(view, ns, name)
             if wants_table(request):
-                return _json(tables.table(view.kind, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]}, query.get("includeObject", "")))
+                return _json(
+                    tables.table(
+                        view.kind,
+                        [obj],
+                        {"resourceVersion": obj["metadata"]["resourceVersion"]},
+                        query.get("includeObject", ""),
+                    )
+                )
             return _json(obj)
         if method == "POST":
             body = await self._body(request)
             if name is None:
                 if view.kind.namespaced and ns is None:
                     raise errors.method_not_allowed(method)
-                obj = api.create(view, ns, body, dry_run=dry_run, field_validation=validation, warnings=warnings)
+                obj = api.create(
+                    view, ns, body, dry_run=dry_run, field_validation=validation, warnings=warnings
+                )
                 return _json(obj, 201, self._warnings(warnings))
             if sub == "binding":
                 bind(api, view, ns or "", name, body)
@@ -251,7 +278,16 @@ class Frontend:
                 return _json(self.server.scale.update(view, ns, name, body))
             if sub not in (None, "status", "finalize"):
                 raise errors.method_not_allowed(method)
-            obj = api.update(view, ns, name, body, subresource=sub, dry_run=dry_run, field_validation=validation, warnings=warnings)
+            obj = api.update(
+                view,
+                ns,
+                name,
+                body,
+                subresource=sub,
+                dry_run=dry_run,
+                field_validation=validation,
+                warnings=warnings,
+            )
             return _json(obj, 200, self._warnings(warnings))
         if method == "PATCH":
             if name is None:
@@ -262,7 +298,17 @@ class Frontend:
                 return _json(self.server.scale.patch(view, ns, name, content_type, raw))
             if sub not in (None, "status"):
                 raise errors.method_not_allowed(method)
-            obj = api.patch(view, ns, name, content_type, raw, subresource=sub, dry_run=dry_run, field_validation=validation, warnings=warnings)
+            obj = api.patch(
+                view,
+                ns,
+                name,
+                content_type,
+                raw,
+                subresource=sub,
+                dry_run=dry_run,
+                field_validation=validation,
+                warnings=warnings,
+            )
             return _json(obj, 200, self._warnings(warnings))
         if method == "DELETE":
             raw = await request.read()
@@ -291,7 +337,11 @@ class Frontend:
     def _warnings(self, warnings: list[str]) -> dict[str, str] | None:
         if not warnings:
             return None
-        return {"Warning": ", ".join(f'299 - "{w.replace(chr(34), chr(92) + chr(34))}"' for w in warnings)}
+        return {
+            "Warning": ", ".join(
+                f'299 - "{w.replace(chr(34), chr(92) + chr(34))}"' for w in warnings
+            )
+        }
 
     async def _body(self, request: web.Request) -> Any:
         raw = await request.read()
@@ -306,16 +356,22 @@ class Frontend:
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+            raise errors.bad_request(
+                f"couldn't get version/kind; json parse error: {exc}"
+            ) from None
 
     # ------------------------------------------------------------------ list
 
-    async def _list(self, request: web.Request, req: ResourceRequest, query: dict[str, str]) -> web.StreamResponse:
+    async def _list(
+        self, request: web.Request, req: ResourceRequest, query: dict[str, str]
+    ) -> web.StreamResponse:
         opts = parse_list_options(req.view, query)
         result = list_objects(self.server.store_state, req.view, req.namespace, opts)
         if wants_table(request):
             objects = [req.view.external(e.obj) for e in result.entries]
-            body = tables.table(req.view.kind, objects, list_metadata(result), query.get("includeObject", ""))
+            body = tables.table(
+                req.view.kind, objects, list_metadata(result), query.get("includeObject", "")
+            )
             return _json(body)
         resp = web.StreamResponse(status=200, headers={"Content-Type": _JSON})
         await resp.prepare(request)
@@ -332,15 +388,26 @@ class Frontend:
         return resp
 
     def _delete_collection(
-        self, request: web.Request, req: ResourceRequest, query: dict[str, str], options: DeleteOptions
+        self,
+        request: web.Request,
+        req: ResourceRequest,
+        query: dict[str, str],
+        options: DeleteOptions,
     ) -> web.StreamResponse:
         opts = parse_list_options(req.view, query)
-        result = list_objects(self.server.store_state, req.view, req.namespace, attrs.evolve(opts, limit=0, continue_token=""))
+        result = list_objects(
+            self.server.store_state,
+            req.view,
+            req.namespace,
+            attrs.evolve(opts, limit=0, continue_token=""),
+        )
         deleted = []
         for entry in result.entries:
             meta = entry.obj["metadata"]
             with contextlib.suppress(errors.APIError):
-                obj, _ = self.server.api.delete(req.view, meta.get("namespace"), meta["name"], options)
+                obj, _ = self.server.api.delete(
+                    req.view, meta.get("namespace"), meta["name"], options
+                )
                 deleted.append(obj)
         body = {
             "kind": req.view.kind.list_kind,
@@ -352,27 +419,47 @@ class Frontend:
 
     # ------------------------------------------------------------------ watch
 
-    async def _watch(self, request: web.Request, req: ResourceRequest, query: dict[str, str]) -> web.StreamResponse:
+    async def _watch(
+        self, request: web.Request, req: ResourceRequest, query: dict[str, str]
+    ) -> web.StreamResponse:
         view = req.view
         opts = parse_list_options(view, query, watch=True)
         field_selector = opts.field_selector
         if req.name is not None:
-            field_selector = FieldSelector((*field_selector.requirements, FieldRequirement("metadata.name", req.name, False)))
+            field_selector = FieldSelector(
+                (*field_selector.requirements, FieldRequirement("metadata.name", req.name, False))
+            )
         timeout = DEFAULT_WATCH_TIMEOUT
         if query.get("timeoutSeconds"):
             try:
                 timeout = float(int(query["timeoutSeconds"]))
             except ValueError:
-                raise errors.bad_request(f"invalid timeoutSeconds: {query['timeoutSeconds']}") from None
+                raise errors.bad_request(
+                    f"invalid timeoutSeconds: {query['timeoutSeconds']}"
+                ) from None
         bookmarks = query.get("allowWatchBookmarks", "") in TRUE
         initial = query.get("sendInitialEvents", "") in TRUE
-        encoder = self._table_encoder(view, query.get("includeObject", "")) if wants_table(request) else None
+        encoder = (
+            self._table_encoder(view, query.get("includeObject", ""))
+            if wants_table(request)
+            else None
+        )
         kind = view.kind
         store = self.server.store_state
-        watcher = Watcher(store, store.state(kind), view, req.namespace, opts.label_selector, field_selector,
-                          lambda obj, f: field_value(kind, obj, f), encoder)
+        watcher = Watcher(
+            store,
+            store.state(kind),
+            view,
+            namespace=req.namespace,
+            label_selector=opts.label_selector,
+            field_selector=field_selector,
+            field_getter=lambda obj, f: field_value(kind, obj, f),
+            encoder=encoder,
+        )
         error_line = start_watch(watcher, opts.resource_version, initial)
-        resp = web.StreamResponse(status=200, headers={"Content-Type": _JSON, "Cache-Control": "no-cache, private"})
+        resp = web.StreamResponse(
+            status=200, headers={"Content-Type": _JSON, "Cache-Control": "no-cache, private"}
+        )
         resp.enable_chunked_encoding()
         try:
             await resp.prepare(request)
@@ -388,9 +475,16 @@ class Frontend:
             watcher.close(abrupt=watcher.abrupt)
         return resp
 
-    async def _stream(self, request: web.Request, resp: web.StreamResponse, watcher: Watcher, timeout: float, bookmarks: bool) -> None:
+    async def _stream(
+        self,
+        request: web.Request,
+        resp: web.StreamResponse,
+        watcher: Watcher,
+        duration: float,
+        bookmarks: bool,
+    ) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = loop.time() + duration
         next_bookmark = loop.time() + self.server.bookmark_period
         while True:
             if watcher.closed and watcher.abrupt:
@@ -435,7 +529,9 @@ class Frontend:
                 "kind": "Table",
                 "apiVersion": "meta.k8s.io/v1",
                 "metadata": {"resourceVersion": external["metadata"].get("resourceVersion", "")},
-                "columnDefinitions": [c.definition() for c in tables.columns_of(kind)] if not sent_columns[0] else None,
+                "columnDefinitions": [c.definition() for c in tables.columns_of(kind)]
+                if not sent_columns[0]
+                else None,
                 "rows": [tables.table_row(kind, external, include_object)],
             }
             sent_columns[0] = True
@@ -458,15 +554,17 @@ class ScaleSubresource:
         if spec.label_selector is not None:
             selector = spec.label_selector.first(obj)
             if isinstance(selector, dict):
-                from karpy.sandbox.apiserver.selectors import label_selector_from_object, selector_to_string
-
                 selector = selector_to_string(label_selector_from_object(selector))
             if selector:
                 status["selector"] = selector
         return {
             "kind": "Scale",
             "apiVersion": "autoscaling/v1",
-            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta},
+            "metadata": {
+                k: meta[k]
+                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                if k in meta
+            },
             "spec": {"replicas": spec.spec_replicas.first(obj) or 0},
             "status": status,
         }
@@ -487,16 +585,25 @@ class ScaleSubresource:
             raise errors.stale(kind.group, kind.plural, name)
         replicas = (body.get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or replicas < 0:
-            from karpy.apis.fielderrors import FieldError
-
-            raise errors.invalid("Scale", "autoscaling", name, [FieldError.invalid("spec.replicas", replicas, "must be greater than or equal to 0")])
+            raise errors.invalid(
+                "Scale",
+                "autoscaling",
+                name,
+                [
+                    FieldError.invalid(
+                        "spec.replicas", replicas, "must be greater than or equal to 0"
+                    )
+                ],
+            )
         new = orjson.loads(orjson.dumps(current))
         kind.scale.spec_replicas.set(new, replicas)
         key = ((namespace or "") if kind.namespaced else "", name)
         result = api.apply_update(view, key, new, prev)
         return self._scale(view, result)
 
-    def patch(self, view: View, namespace: str | None, name: str, content_type: str, raw: bytes) -> dict[str, Any]:
+    def patch(
+        self, view: View, namespace: str | None, name: str, content_type: str, raw: bytes
+    ) -> dict[str, Any]:
         scale = self.get(view, namespace, name)
         fake = attrs.evolve(view.kind, patch_meta={})
         patched = self.server.api.patched(fake, scale, content_type, raw)

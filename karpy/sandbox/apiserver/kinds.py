@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
-from karpy.sandbox.apiserver.jsonpath import JSONPath
+if TYPE_CHECKING:
+    from karpy.sandbox.apiserver.jsonpath import JSONPath
 
 Obj = dict[str, Any]
 FieldGetter = Callable[[Obj], "str | None"]

@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
 from karpy.apis.fielderrors import FieldError
 from karpy.sandbox.apiserver import errors
-from karpy.sandbox.apiserver.kinds import Kind, Obj, View
 from karpy.sandbox.apiserver.jsonpath import compile_path
 from karpy.sandbox.apiserver.selectors import (
     EVERYTHING,
@@ -34,7 +32,12 @@ from karpy.sandbox.apiserver.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from karpy.sandbox.apiserver.store import Entry, Key, Store
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from karpy.sandbox.apiserver.kinds import Kind, Obj, View
+    from karpy.sandbox.apiserver.store import Entry, Key, Store
 
 _CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. You can "
@@ -46,7 +49,7 @@ _CONTINUE_EXPIRED = (
 @attrs.frozen(slots=True)
 class ListOptions:
     label_selector: LabelSelector = EVERYTHING
-    field_selector: FieldSelector = FieldSelector()
+    field_selector: FieldSelector = attrs.Factory(FieldSelector)
     limit: int = 0
     continue_token: str = ""
     resource_version: str = ""
@@ -121,19 +124,36 @@ def parse_list_options(view: View, query: dict[str, str], *, watch: bool = False
 def _list_problems(rv: str, match: str, cont: str) -> list[FieldError]:
     problems: list[FieldError] = []
     if match and not rv:
-        problems.append(FieldError.forbidden(
-            "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+        problems.append(
+            FieldError.forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            )
+        )
     if match and cont:
-        problems.append(FieldError.forbidden(
-            "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+        problems.append(
+            FieldError.forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden when continue is provided",
+            )
+        )
     if cont and rv and rv != "0":
-        problems.append(FieldError.forbidden(
-            "resourceVersion", "specifying resource version is not allowed when using continue"))
+        problems.append(
+            FieldError.forbidden(
+                "resourceVersion", "specifying resource version is not allowed when using continue"
+            )
+        )
     if match and match not in ("Exact", "NotOlderThan"):
-        problems.append(FieldError.not_supported("resourceVersionMatch", match, ["Exact", "NotOlderThan"]))
+        problems.append(
+            FieldError.not_supported("resourceVersionMatch", match, ["Exact", "NotOlderThan"])
+        )
     if match == "Exact" and rv == "0":
-        problems.append(FieldError.forbidden(
-            "resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+        problems.append(
+            FieldError.forbidden(
+                "resourceVersionMatch",
+                'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+            )
+        )
     return problems
 
 
@@ -144,17 +164,32 @@ def _watch_problems(query: dict[str, str]) -> list[FieldError]:
     initial = query.get("sendInitialEvents")
     bookmarks = query.get("allowWatchBookmarks", "") in ("true", "1", "True")
     if initial is not None and match != "NotOlderThan":
-        problems.append(FieldError.forbidden(
-            "resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+        problems.append(
+            FieldError.forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            )
+        )
     if match:
         if initial is None:
-            problems.append(FieldError.forbidden(
-                "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+            problems.append(
+                FieldError.forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
+                    "provided",
+                )
+            )
         if match != "NotOlderThan":
-            problems.append(FieldError.not_supported("resourceVersionMatch", match, ["NotOlderThan"]))
+            problems.append(
+                FieldError.not_supported("resourceVersionMatch", match, ["NotOlderThan"])
+            )
         if not bookmarks:
-            problems.append(FieldError.forbidden(
-                "allowWatchBookmarks", "allowWatchBookmarks must be set to true when resourceVersionMatch is provided"))
+            problems.append(
+                FieldError.forbidden(
+                    "allowWatchBookmarks",
+                    "allowWatchBookmarks must be set to true when resourceVersionMatch is provided",
+                )
+            )
     return problems
 
 
@@ -170,7 +205,10 @@ def decode_continue(token: str, namespaced: bool) -> tuple[int, Key]:
     except (binascii.Error, ValueError, orjson.JSONDecodeError):
         raise errors.bad_request(f"continue key is not valid: {token}") from None
     if not isinstance(data, dict) or data.get("v") != "meta.k8s.io/v1":
-        raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+        raise errors.bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion (version "
+            "meta.k8s.io/v1)"
+        )
     start = str(data.get("start", "")).rstrip("\x00")
     if namespaced:
         ns, _, name = start.partition("/")
@@ -188,7 +226,9 @@ class ListResult:
 
 def matches(kind: Kind, view: View, entry: Entry, opts: ListOptions) -> bool:
     obj = entry.obj
-    if not opts.label_selector.empty and not opts.label_selector.matches(obj["metadata"].get("labels")):
+    if not opts.label_selector.empty and not opts.label_selector.matches(
+        obj["metadata"].get("labels")
+    ):
         return False
     if not opts.field_selector.empty:
         external = view.external(obj)
@@ -250,7 +290,11 @@ def list_metadata(result: ListResult) -> dict[str, Any]:
 def encode_list(view: View, result: ListResult, chunk: int = 500) -> Iterator[bytes]:
     """The list as JSON, in chunks, so a 40,000-pod list streams rather than buffers."""
     kind = view.kind
-    head = {"kind": kind.list_kind, "apiVersion": view.api_version, "metadata": list_metadata(result)}
+    head = {
+        "kind": kind.list_kind,
+        "apiVersion": view.api_version,
+        "metadata": list_metadata(result),
+    }
     yield orjson.dumps(head)[:-1] + b',"items":['
     entries = result.entries
     typed = not kind.custom

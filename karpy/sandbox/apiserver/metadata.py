@@ -6,16 +6,18 @@ import random
 import time
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy.apis.fielderrors import FieldError
-from karpy.sandbox.apiserver.kinds import Kind, Obj
 from karpy.sandbox.apiserver.validation import (
     is_dns1123_label,
     is_dns1123_subdomain,
     is_qualified_name,
     is_valid_label_value,
 )
+
+if TYPE_CHECKING:
+    from karpy.sandbox.apiserver.kinds import Kind, Obj
 
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _TOP_LEVEL = ("apiVersion", "kind", "metadata")
@@ -40,9 +42,7 @@ def spec_part(kind: Kind, obj: Obj) -> dict[str, Any]:
     """What a generation covers: everything but metadata, and status where it is split."""
     skip_status = kind.status_subresource or not kind.custom
     return {
-        k: v
-        for k, v in obj.items()
-        if k not in _TOP_LEVEL and not (skip_status and k == "status")
+        k: v for k, v in obj.items() if k not in _TOP_LEVEL and not (skip_status and k == "status")
     }
 
 
@@ -67,9 +67,11 @@ def validate_name(kind: Kind, name: str) -> list[FieldError]:
     elif kind.name_rule == "subdomain":
         errs = is_dns1123_subdomain(name)
     else:
-        errs = [] if name not in (".", "..") and "/" not in name and "%" not in name else [
-            "may not contain '/' or '%' or be '.' or '..'"
-        ]
+        errs = (
+            []
+            if name not in (".", "..") and "/" not in name and "%" not in name
+            else ["may not contain '/' or '%' or be '.' or '..'"]
+        )
     return [FieldError.invalid("metadata.name", name, e) for e in errs]
 
 
@@ -83,26 +85,34 @@ def validate_meta(kind: Kind, obj: Obj, old: Obj | None) -> list[FieldError]:
         found.append(FieldError.invalid("metadata.labels", labels, "must be a map"))
         labels = {}
     for key, value in labels.items():
-        for err in is_qualified_name(key):
-            found.append(FieldError.invalid("metadata.labels", key, err))
+        found.extend(FieldError.invalid("metadata.labels", key, e) for e in is_qualified_name(key))
         if not isinstance(value, str):
             found.append(FieldError.invalid("metadata.labels", value, "must be a string"))
             continue
-        for err in is_valid_label_value(value):
-            found.append(FieldError.invalid("metadata.labels", value, err))
+        found.extend(
+            FieldError.invalid("metadata.labels", value, e) for e in is_valid_label_value(value)
+        )
     annotations = meta.get("annotations") or {}
     if isinstance(annotations, dict):
         for key in annotations:
-            for err in is_qualified_name(key.lower()):
-                found.append(FieldError.invalid("metadata.annotations", key, err))
+            found.extend(
+                FieldError.invalid("metadata.annotations", key, e)
+                for e in is_qualified_name(key.lower())
+            )
     finalizers = meta.get("finalizers") or []
     for i, name in enumerate(finalizers if isinstance(finalizers, list) else []):
-        for err in is_qualified_name(str(name)):
-            found.append(FieldError.invalid(f"metadata.finalizers[{i}]", name, err))
+        found.extend(
+            FieldError.invalid(f"metadata.finalizers[{i}]", name, e)
+            for e in is_qualified_name(str(name))
+        )
     for i, ref in enumerate(meta.get("ownerReferences") or []):
-        for fld in ("apiVersion", "kind", "name", "uid"):
-            if not isinstance(ref, dict) or not ref.get(fld):
-                found.append(FieldError.invalid(f"metadata.ownerReferences[{i}].{fld}", "", f"{fld} must not be empty"))
+        found.extend(
+            FieldError.invalid(
+                f"metadata.ownerReferences[{i}].{fld}", "", f"{fld} must not be empty"
+            )
+            for fld in ("apiVersion", "kind", "name", "uid")
+            if not isinstance(ref, dict) or not ref.get(fld)
+        )
     if old is not None:
         old_meta = old["metadata"]
         if old_meta.get("deletionTimestamp"):

@@ -11,13 +11,16 @@ are removed), drops the ``kubernetes`` finalizer and removes the namespace.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy.sandbox.apiserver import errors
-from karpy.sandbox.apiserver.kinds import Kind, Obj
 from karpy.sandbox.apiserver.objects import Behavior, DeleteOptions, ObjectAPI
-from karpy.sandbox.apiserver.store import Change, Entry, Key
+
+if TYPE_CHECKING:
+    from karpy.sandbox.apiserver.kinds import Kind, Obj
+    from karpy.sandbox.apiserver.store import Change, Entry, Key
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 IMMORTAL = ("default", "kube-system", "kube-public")
@@ -33,12 +36,18 @@ class NamespaceBehavior(Behavior):
         spec.setdefault("finalizers", ["kubernetes"])
         obj["status"] = {"phase": "Active"}
 
-    def prepare_update(self, api: ObjectAPI, kind: Kind, new: Obj, old: Obj, subresource: str | None) -> None:
-        new["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = new["metadata"]["name"]
+    def prepare_update(
+        self, api: ObjectAPI, kind: Kind, new: Obj, old: Obj, subresource: str | None
+    ) -> None:
+        new["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = new["metadata"][
+            "name"
+        ]
         if subresource != "finalize":
             new["spec"] = copy.deepcopy(old.get("spec", {}))
 
-    def delete(self, api: ObjectAPI, kind: Kind, key: Key, prev: Entry, options: DeleteOptions) -> Obj | None:
+    def delete(
+        self, api: ObjectAPI, kind: Kind, key: Key, prev: Entry, options: DeleteOptions
+    ) -> Obj | None:
         name = key[1]
         if name in IMMORTAL:
             raise errors.forbidden("", "namespaces", name, "this namespace may not be deleted")
@@ -68,15 +77,20 @@ class NamespaceController:
             raise errors.not_found("", "namespaces", namespace)
         if entry.obj["metadata"].get("deletionTimestamp"):
             err = errors.forbidden(
-                kind.group, kind.plural, name,
-                f"unable to create new content in namespace {namespace} because it is being terminated",
+                kind.group,
+                kind.plural,
+                name,
+                f"unable to create new content in namespace {namespace} because it is being "
+                f"terminated",
             )
             assert err.details is not None
-            err.details["causes"] = [{
-                "reason": "NamespaceTerminating",
-                "message": f"namespace {namespace} is being terminated",
-                "field": "metadata.namespace",
-            }]
+            err.details["causes"] = [
+                {
+                    "reason": "NamespaceTerminating",
+                    "message": f"namespace {namespace} is being terminated",
+                    "field": "metadata.namespace",
+                }
+            ]
             raise err
 
     def on_change(self, kind: Kind, change: Change) -> None:
@@ -92,7 +106,11 @@ class NamespaceController:
 
     async def _finalize(self, name: str) -> None:
         try:
-            while not self.sweep(name):
+            # Polling, as the upstream controllers resync: a finalizer removed by anyone
+            # (a test, karpy) lets the sweep finish on its next pass.
+            while not self.sweep(name):  # noqa: ASYNC110
+                # Polling, as the upstream controllers resync: a finalizer removed by
+                # anyone (a test, karpy) lets the sweep finish on its next pass.
                 await asyncio.sleep(self.poll_seconds)
         finally:
             self._tasks.pop(name, None)
@@ -110,10 +128,8 @@ class NamespaceController:
                 remaining += 1
                 entry = api.store.get_entry(kind, *key)
                 if entry is not None and not entry.obj["metadata"].get("deletionTimestamp"):
-                    try:
+                    with contextlib.suppress(errors.APIError):
                         api.delete(view, key[0], key[1], DeleteOptions(grace_period_seconds=0))
-                    except errors.APIError:
-                        pass
         ns_kind = api.registry.get(*_NAMESPACES)
         assert ns_kind is not None
         prev = api.store.get_entry(ns_kind, "", name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
@@ -20,7 +20,9 @@ import orjson
 from karpy.apis.fielderrors import FieldError
 from karpy.sandbox.apiserver import errors, metadata, patching
 from karpy.sandbox.apiserver.kinds import Kind, Obj, View
-from karpy.sandbox.apiserver.store import Entry, Key, Store
+
+if TYPE_CHECKING:
+    from karpy.sandbox.apiserver.store import Entry, Key, Store
 
 
 @attrs.frozen(slots=True)
@@ -54,7 +56,9 @@ class Behavior:
     def prepare_create(self, api: ObjectAPI, kind: Kind, obj: Obj) -> None:
         return None
 
-    def prepare_update(self, api: ObjectAPI, kind: Kind, new: Obj, old: Obj, subresource: str | None) -> None:
+    def prepare_update(
+        self, api: ObjectAPI, kind: Kind, new: Obj, old: Obj, subresource: str | None
+    ) -> None:
         return None
 
     def validate(self, api: ObjectAPI, kind: Kind, obj: Obj, old: Obj | None) -> list[FieldError]:
@@ -63,7 +67,9 @@ class Behavior:
     def grace_period(self, api: ObjectAPI, kind: Kind, obj: Obj, options: DeleteOptions) -> int:
         return 0
 
-    def delete(self, api: ObjectAPI, kind: Kind, key: Key, prev: Entry, options: DeleteOptions) -> Obj | None:
+    def delete(
+        self, api: ObjectAPI, kind: Kind, key: Key, prev: Entry, options: DeleteOptions
+    ) -> Obj | None:
         """Take over a deletion (namespaces, CRDs); None lets the generic path run."""
         return None
 
@@ -170,7 +176,9 @@ class ObjectAPI:
         generated = not meta.get("name") and bool(meta.get("generateName"))
         if not meta.get("name") and not generated:
             raise errors.invalid(
-                kind.kind, kind.group, "",
+                kind.kind,
+                kind.group,
+                "",
                 [FieldError.required("metadata.name", "name or generateName is required")],
             )
         if generated:
@@ -205,7 +213,8 @@ class ObjectAPI:
             if self.store.get_entry(kind, ns, name) is None:
                 return name
         raise errors.APIError(
-            409, "AlreadyExists",
+            409,
+            "AlreadyExists",
             f'{errors.qualified(kind.group, kind.plural)} "{prefix}" already exists, the server '
             "was not able to generate a unique name for the object",
         )
@@ -213,7 +222,12 @@ class ObjectAPI:
     # ------------------------------------------------------------------ custom resources
 
     def _custom_schema(
-        self, view: View, obj: Obj, old: Obj | None, field_validation: str, warnings: list[str] | None
+        self,
+        view: View,
+        obj: Obj,
+        old: Obj | None,
+        field_validation: str,
+        warnings: list[str] | None,
     ) -> list[FieldError]:
         schema = view.kind.schemas.get(view.version)
         if schema is None:
@@ -258,18 +272,39 @@ class ObjectAPI:
         if prev is None:
             if kind.create_on_update and subresource is None:
                 meta.pop("resourceVersion", None)
-                return self.create(view, ns, obj, dry_run=dry_run, field_validation=field_validation, warnings=warnings)
+                return self.create(
+                    view,
+                    ns,
+                    obj,
+                    dry_run=dry_run,
+                    field_validation=field_validation,
+                    warnings=warnings,
+                )
             raise errors.not_found(kind.group, kind.plural, name)
         given = meta.get("resourceVersion")
         if not given and kind.custom:
             raise errors.invalid(
-                kind.kind, kind.group, name,
-                [FieldError.invalid("metadata.resourceVersion", 0, "must be specified for an update")],
+                kind.kind,
+                kind.group,
+                name,
+                [
+                    FieldError.invalid(
+                        "metadata.resourceVersion", 0, "must be specified for an update"
+                    )
+                ],
             )
         if given and given != prev.obj["metadata"]["resourceVersion"]:
             raise errors.stale(kind.group, kind.plural, name)
-        return self.apply_update(view, (ns, name), obj, prev, subresource=subresource, dry_run=dry_run,
-                                 field_validation=field_validation, warnings=warnings)
+        return self.apply_update(
+            view,
+            (ns, name),
+            obj,
+            prev,
+            subresource=subresource,
+            dry_run=dry_run,
+            field_validation=field_validation,
+            warnings=warnings,
+        )
 
     def apply_update(
         self,
@@ -355,7 +390,8 @@ class ObjectAPI:
         kind = view.kind
         if patch_type in (patching.APPLY_PATCH, patching.APPLY_PATCH_CBOR):
             raise errors.unsupported_media_type(
-                patch_type, [patching.JSON_PATCH, patching.MERGE_PATCH]
+                patch_type,
+                [patching.JSON_PATCH, patching.MERGE_PATCH]
                 + ([patching.STRATEGIC_PATCH] if kind.patch_meta is not None else []),
             )
         if patch_type == patching.STRATEGIC_PATCH and kind.patch_meta is None:
@@ -373,15 +409,24 @@ class ObjectAPI:
             raise errors.bad_request("metadata must be an object")
         if meta.get("name", name) != name:
             raise errors.bad_request(
-                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+                f"({name})"
             )
         given = meta.get("resourceVersion")
         if given and given != prev.obj["metadata"]["resourceVersion"]:
             raise errors.stale(kind.group, kind.plural, name)
         patched["apiVersion"] = view.api_version
         patched["kind"] = kind.kind
-        return self.apply_update(view, (ns, name), patched, prev, subresource=subresource, dry_run=dry_run,
-                                 field_validation=field_validation, warnings=warnings)
+        return self.apply_update(
+            view,
+            (ns, name),
+            patched,
+            prev,
+            subresource=subresource,
+            dry_run=dry_run,
+            field_validation=field_validation,
+            warnings=warnings,
+        )
 
     def patched(self, kind: Kind, current: Obj, patch_type: str, body: Any) -> Obj:
         if isinstance(body, bytes | str):
@@ -394,7 +439,9 @@ class ObjectAPI:
             result = patching.json_patch(target, body)
         elif patch_type == patching.MERGE_PATCH:
             if not isinstance(body, dict):
-                raise errors.bad_request("error decoding patch: a merge patch must be a JSON object")
+                raise errors.bad_request(
+                    "error decoding patch: a merge patch must be a JSON object"
+                )
             result = patching.merge_patch(target, body)
         elif patch_type == patching.STRATEGIC_PATCH:
             result = patching.strategic_merge_patch(target, body, kind.patch_meta or {})
@@ -422,14 +469,22 @@ class ObjectAPI:
         old_meta = old["metadata"]
         if options.uid is not None and options.uid != old_meta.get("uid"):
             raise errors.conflict(
-                kind.group, kind.plural, name,
+                kind.group,
+                kind.plural,
+                name,
                 f"Precondition failed: UID in precondition: {options.uid}, UID in object meta: "
                 f"{old_meta.get('uid')}",
             )
-        if options.resource_version is not None and options.resource_version != old_meta["resourceVersion"]:
+        if (
+            options.resource_version is not None
+            and options.resource_version != old_meta["resourceVersion"]
+        ):
             raise errors.conflict(
-                kind.group, kind.plural, name,
-                f"Precondition failed: ResourceVersion in precondition: {options.resource_version}, "
+                kind.group,
+                kind.plural,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: "
+                f"{options.resource_version}, "
                 f"ResourceVersion in object meta: {old_meta['resourceVersion']}",
             )
         if options.dry_run:
@@ -456,7 +511,10 @@ class ObjectAPI:
         old = view.external(prev.obj)
         old_meta = old["metadata"]
         if old_meta.get("finalizers"):
-            if old_meta.get("deletionTimestamp") and old_meta.get("deletionGracePeriodSeconds", 0) == 0:
+            if (
+                old_meta.get("deletionTimestamp")
+                and old_meta.get("deletionGracePeriodSeconds", 0) == 0
+            ):
                 return old, False
             new = copy.deepcopy(old)
             new["metadata"].setdefault("deletionTimestamp", self.now())

@@ -14,12 +14,14 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonpatch
 
 from karpy.sandbox.apiserver import errors
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -73,7 +75,9 @@ def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _merge_map(original: dict[str, Any], patch: dict[str, Any], meta: Mapping[str, str], path: str) -> Any:
+def _merge_map(
+    original: dict[str, Any], patch: dict[str, Any], meta: Mapping[str, str], path: str
+) -> Any:
     directive = patch.get(_DIRECTIVE)
     if directive == "delete":
         return None
@@ -110,7 +114,9 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], meta: Mapping[st
             continue
         existing = result.get(key)
         if isinstance(value, dict):
-            merged = _merge_map(existing if isinstance(existing, dict) else {}, value, meta, child_path)
+            merged = _merge_map(
+                existing if isinstance(existing, dict) else {}, value, meta, child_path
+            )
             if merged is None:
                 result.pop(key, None)
             else:
@@ -128,7 +134,9 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], meta: Mapping[st
     return result
 
 
-def _merge_list(original: list[Any], patch: list[Any], meta: Mapping[str, str], path: str) -> list[Any]:
+def _merge_list(
+    original: list[Any], patch: list[Any], meta: Mapping[str, str], path: str
+) -> list[Any]:
     merge_key = meta[path]
     for item in patch:
         if isinstance(item, dict) and item.get(_DIRECTIVE) == "replace" and len(item) == 1:
@@ -137,9 +145,7 @@ def _merge_list(original: list[Any], patch: list[Any], meta: Mapping[str, str], 
         result = list(original)
         for item in patch:
             if isinstance(item, dict):
-                raise errors.bad_request(
-                    "invalid patch: a primitive list must not contain objects"
-                )
+                raise errors.bad_request("invalid patch: a primitive list must not contain objects")
             if item not in result:
                 result.append(item)
         return result
@@ -151,10 +157,14 @@ def _merge_list(original: list[Any], patch: list[Any], meta: Mapping[str, str], 
             )
         directive = item.get(_DIRECTIVE)
         if merge_key not in item:
-            raise errors.bad_request(f"map: {item} does not contain declared merge key: {merge_key}")
+            raise errors.bad_request(
+                f"map: {item} does not contain declared merge key: {merge_key}"
+            )
         key_value = item[merge_key]
         if directive == "delete":
-            result = [i for i in result if not (isinstance(i, dict) and i.get(merge_key) == key_value)]
+            result = [
+                i for i in result if not (isinstance(i, dict) and i.get(merge_key) == key_value)
+            ]
             continue
         for index, existing in enumerate(result):
             if isinstance(existing, dict) and existing.get(merge_key) == key_value:

@@ -20,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import copy
 import enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy.sandbox.apiserver import errors
-from karpy.sandbox.apiserver.kinds import Kind, Obj, View
 from karpy.sandbox.apiserver.objects import Behavior, DeleteOptions, ObjectAPI
-from karpy.sandbox.apiserver.store import Change, Key
+
+if TYPE_CHECKING:
+    from karpy.sandbox.apiserver.kinds import Kind, Obj, View
+    from karpy.sandbox.apiserver.store import Change, Key
 
 DEFAULT_GRACE_SECONDS = 30
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -105,23 +107,41 @@ def bind(api: ObjectAPI, view: View, namespace: str, name: str, binding: Any) ->
     pod = copy.deepcopy(view.external(prev.obj))
     qualified = ("pods/binding", "")
     if pod["metadata"].get("deletionTimestamp"):
-        raise errors.conflict("", qualified[0], name, f"pod {name} is being deleted, cannot be assigned to a host")
+        raise errors.conflict(
+            "", qualified[0], name, f"pod {name} is being deleted, cannot be assigned to a host"
+        )
     if pod.get("spec", {}).get("nodeName"):
         raise errors.conflict(
-            "", qualified[0], name,
+            "",
+            qualified[0],
+            name,
             f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"',
         )
-    uid = (meta.get("uid") or "")
+    uid = meta.get("uid") or ""
     if uid and uid != pod["metadata"].get("uid"):
-        raise errors.conflict("", "pods", name, f"Precondition failed: UID in precondition: {uid}, UID in object meta: {pod['metadata'].get('uid')}")
+        raise errors.conflict(
+            "",
+            "pods",
+            name,
+            f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+            f"{pod['metadata'].get('uid')}",
+        )
     pod["spec"]["nodeName"] = node
     status = pod.setdefault("status", {})
     conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-    conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                       "lastTransitionTime": api.now()})
+    conditions.append(
+        {
+            "type": "PodScheduled",
+            "status": "True",
+            "lastProbeTime": None,
+            "lastTransitionTime": api.now(),
+        }
+    )
     status["conditions"] = conditions
     new_status = pod["status"]
-    api.store.commit(view.kind, "MODIFIED", (namespace, name), view.internal(_with_status(pod, new_status)), prev)
+    api.store.commit(
+        view.kind, "MODIFIED", (namespace, name), view.internal(_with_status(pod, new_status)), prev
+    )
 
 
 def _with_status(pod: Obj, status: dict[str, Any]) -> Obj:
@@ -132,7 +152,9 @@ def _with_status(pod: Obj, status: dict[str, Any]) -> Obj:
 class EmulatedKubelet:
     """Finishes graceful pod deletions per the termination mode (the kubelet's job)."""
 
-    def __init__(self, api: ObjectAPI, mode: PodTermination, max_grace_seconds: float | None) -> None:
+    def __init__(
+        self, api: ObjectAPI, mode: PodTermination, max_grace_seconds: float | None
+    ) -> None:
         self.api = api
         self.mode = mode
         self.max_grace_seconds = max_grace_seconds

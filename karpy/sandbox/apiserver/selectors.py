@@ -10,13 +10,15 @@ supported field labels (an unknown label is a 400 upstream, and here).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from karpy.apis.fielderrors import FieldError, render_errors
 from karpy.sandbox.apiserver.validation import is_qualified_name, is_valid_label_value
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
 
 
 class SelectorError(ValueError):

@@ -17,9 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterable
 from pathlib import Path
-from types import TracebackType
+from typing import TYPE_CHECKING
 
 import orjson
 import yaml
@@ -34,11 +33,18 @@ from karpy.sandbox.apiserver.eviction import DisruptionController
 from karpy.sandbox.apiserver.faults import Faults
 from karpy.sandbox.apiserver.http import Frontend, ScaleSubresource
 from karpy.sandbox.apiserver.kinds import Registry
-from karpy.sandbox.apiserver.namespaces import INITIAL_NAMESPACES, NamespaceBehavior, NamespaceController
+from karpy.sandbox.apiserver.namespaces import (
+    INITIAL_NAMESPACES,
+    NamespaceBehavior,
+    NamespaceController,
+)
 from karpy.sandbox.apiserver.objects import ObjectAPI
 from karpy.sandbox.apiserver.pods import EmulatedKubelet, PodBehavior, PodTermination
 from karpy.sandbox.apiserver.store import Store
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from types import TracebackType
 
 _PARSED: dict[tuple[Path, float], bytes] = {}
 
@@ -96,13 +102,20 @@ class APIServer:
         self.disruption = DisruptionController(self.api, clock)
         self.namespaces = NamespaceController(self.api)
         self.crds = CRDController(self.api)
-        self.kubelet = EmulatedKubelet(self.api, PodTermination(pod_termination), max_pod_grace_seconds)
+        self.kubelet = EmulatedKubelet(
+            self.api, PodTermination(pod_termination), max_pod_grace_seconds
+        )
         self.api.behaviors[("", "pods")] = PodBehavior()
         self.api.behaviors[("", "namespaces")] = NamespaceBehavior()
         self.api.behaviors[("apiextensions.k8s.io", "customresourcedefinitions")] = CRDBehavior()
         self.api.namespace_check = self.namespaces.admit
         self.store_state.hooks.extend(
-            [self.crds.on_change, self.namespaces.on_change, self.disruption.on_change, self.kubelet.on_change]
+            [
+                self.crds.on_change,
+                self.namespaces.on_change,
+                self.disruption.on_change,
+                self.kubelet.on_change,
+            ]
         )
         self.store = StoreClient(self.api, self.disruption)
         self.frontend = Frontend(self)
@@ -130,9 +143,13 @@ class APIServer:
         return f"http://{self.host}:{self.port}"
 
     async def start(self) -> APIServer:
-        app = web.Application(middlewares=[self.frontend.middleware], client_max_size=64 * 1024 * 1024)
+        app = web.Application(
+            middlewares=[self.frontend.middleware], client_max_size=64 * 1024 * 1024
+        )
         app.router.add_route("*", "/{tail:.*}", self.frontend.handle)
-        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=0.5)
+        self._runner = web.AppRunner(
+            app, handler_cancellation=True, access_log=None, shutdown_timeout=0.5
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
@@ -162,7 +179,10 @@ class APIServer:
         return await self.start()
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await self.stop()
 
@@ -195,10 +215,16 @@ class APIServer:
             "kind": "Config",
             "clusters": [{"name": "karpy-sandbox", "cluster": {"server": self.url}}],
             "users": [{"name": "karpy-sandbox", "user": {}}],
-            "contexts": [{
-                "name": "karpy-sandbox",
-                "context": {"cluster": "karpy-sandbox", "user": "karpy-sandbox", "namespace": namespace},
-            }],
+            "contexts": [
+                {
+                    "name": "karpy-sandbox",
+                    "context": {
+                        "cluster": "karpy-sandbox",
+                        "user": "karpy-sandbox",
+                        "namespace": namespace,
+                    },
+                }
+            ],
             "current-context": "karpy-sandbox",
             "preferences": {},
         }

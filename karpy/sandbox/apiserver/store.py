@@ -153,7 +153,9 @@ class Store:
 
     # ------------------------------------------------------------------ writes
 
-    def commit(self, kind: Kind, kind_type: str, key: Key, obj: Obj | None, prev: Entry | None) -> Entry:
+    def commit(
+        self, kind: Kind, kind_type: str, key: Key, obj: Obj | None, prev: Entry | None
+    ) -> Entry:
         """Store `obj` (None: delete `key`) at the next resourceVersion and tell watchers."""
         state = self.state(kind)
         self.rv += 1

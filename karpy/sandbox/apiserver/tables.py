@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from karpy.sandbox.apiserver.kinds import Kind, Obj, PrinterColumn
 from karpy.sandbox.apiserver.jsonpath import compile_path
+from karpy.sandbox.apiserver.kinds import Kind, Obj, PrinterColumn
 
 
 def parse_time(stamp: str) -> float | None:
@@ -81,12 +81,16 @@ def _none(value: Any) -> Any:
 
 
 NAME = PrinterColumn(
-    "Name", format="name", description="Name must be unique within a namespace.",
+    "Name",
+    format="name",
+    description="Name must be unique within a namespace.",
     value=lambda o: _get(o, "metadata", "name"),
 )
 AGE = PrinterColumn(
-    "Age", description="CreationTimestamp is a timestamp representing the server time "
-    "when this object was created.", value=_age_of,
+    "Age",
+    description="CreationTimestamp is a timestamp representing the server time "
+    "when this object was created.",
+    value=_age_of,
 )
 
 
@@ -122,19 +126,54 @@ def _pod_status(pod: Obj) -> str:
 
 
 def _pod_restarts(pod: Obj) -> int:
-    return sum(int(s.get("restartCount", 0)) for s in _get(pod, "status", "containerStatuses") or [])
+    return sum(
+        int(s.get("restartCount", 0)) for s in _get(pod, "status", "containerStatuses") or []
+    )
 
 
 POD_COLUMNS = (
     NAME,
-    PrinterColumn("Ready", description="The aggregate readiness state of this pod for accepting traffic.", value=_pod_ready),
-    PrinterColumn("Status", description="The aggregate status of the containers in this pod.", value=_pod_status),
-    PrinterColumn("Restarts", type="string", description="The number of times the containers in this pod have been restarted.", value=lambda p: str(_pod_restarts(p))),
+    PrinterColumn(
+        "Ready",
+        description="The aggregate readiness state of this pod for accepting traffic.",
+        value=_pod_ready,
+    ),
+    PrinterColumn(
+        "Status",
+        description="The aggregate status of the containers in this pod.",
+        value=_pod_status,
+    ),
+    PrinterColumn(
+        "Restarts",
+        type="string",
+        description="The number of times the containers in this pod have been restarted.",
+        value=lambda p: str(_pod_restarts(p)),
+    ),
     AGE,
-    PrinterColumn("IP", priority=1, description="IP address allocated to the pod.", value=lambda p: _none(_get(p, "status", "podIP"))),
-    PrinterColumn("Node", priority=1, description="Name of the Node the Pod is assigned to.", value=lambda p: _none(_get(p, "spec", "nodeName"))),
-    PrinterColumn("Nominated Node", priority=1, description="Name of the Node the Pod is nominated to.", value=lambda p: _none(_get(p, "status", "nominatedNodeName"))),
-    PrinterColumn("Readiness Gates", priority=1, description="Pod readiness gates.", value=lambda p: _none(_get(p, "spec", "readinessGates"))),
+    PrinterColumn(
+        "IP",
+        priority=1,
+        description="IP address allocated to the pod.",
+        value=lambda p: _none(_get(p, "status", "podIP")),
+    ),
+    PrinterColumn(
+        "Node",
+        priority=1,
+        description="Name of the Node the Pod is assigned to.",
+        value=lambda p: _none(_get(p, "spec", "nodeName")),
+    ),
+    PrinterColumn(
+        "Nominated Node",
+        priority=1,
+        description="Name of the Node the Pod is nominated to.",
+        value=lambda p: _none(_get(p, "status", "nominatedNodeName")),
+    ),
+    PrinterColumn(
+        "Readiness Gates",
+        priority=1,
+        description="Pod readiness gates.",
+        value=lambda p: _none(_get(p, "spec", "readinessGates")),
+    ),
 )
 
 # ------------------------------------------------------------------ nodes
@@ -173,17 +212,37 @@ NODE_COLUMNS = (
     PrinterColumn("Status", description="The status of the node", value=_node_status),
     PrinterColumn("Roles", description="The roles of the node", value=_node_roles),
     AGE,
-    PrinterColumn("Version", description="Kubelet Version reported by the node.", value=lambda n: _get(n, "status", "nodeInfo", "kubeletVersion") or ""),
+    PrinterColumn(
+        "Version",
+        description="Kubelet Version reported by the node.",
+        value=lambda n: _get(n, "status", "nodeInfo", "kubeletVersion") or "",
+    ),
     PrinterColumn("Internal-IP", priority=1, value=lambda n: _address(n, "InternalIP")),
     PrinterColumn("External-IP", priority=1, value=lambda n: _address(n, "ExternalIP")),
-    PrinterColumn("OS-Image", priority=1, value=lambda n: _get(n, "status", "nodeInfo", "osImage") or "<unknown>"),
-    PrinterColumn("Kernel-Version", priority=1, value=lambda n: _get(n, "status", "nodeInfo", "kernelVersion") or "<unknown>"),
-    PrinterColumn("Container-Runtime", priority=1, value=lambda n: _get(n, "status", "nodeInfo", "containerRuntimeVersion") or "<unknown>"),
+    PrinterColumn(
+        "OS-Image",
+        priority=1,
+        value=lambda n: _get(n, "status", "nodeInfo", "osImage") or "<unknown>",
+    ),
+    PrinterColumn(
+        "Kernel-Version",
+        priority=1,
+        value=lambda n: _get(n, "status", "nodeInfo", "kernelVersion") or "<unknown>",
+    ),
+    PrinterColumn(
+        "Container-Runtime",
+        priority=1,
+        value=lambda n: _get(n, "status", "nodeInfo", "containerRuntimeVersion") or "<unknown>",
+    ),
 )
 
 NAMESPACE_COLUMNS = (
     NAME,
-    PrinterColumn("Status", description="The status of the namespace", value=lambda n: _get(n, "status", "phase") or ""),
+    PrinterColumn(
+        "Status",
+        description="The status of the namespace",
+        value=lambda n: _get(n, "status", "phase") or "",
+    ),
     AGE,
 )
 
@@ -194,7 +253,11 @@ def _event_object(event: Obj) -> str:
 
 
 def _event_last_seen(event: Obj) -> str:
-    stamp = event.get("lastTimestamp") or event.get("eventTime") or _get(event, "metadata", "creationTimestamp")
+    stamp = (
+        event.get("lastTimestamp")
+        or event.get("eventTime")
+        or _get(event, "metadata", "creationTimestamp")
+    )
     if isinstance(stamp, str) and "." in stamp:
         stamp = stamp.split(".")[0] + "Z"
     return age(stamp)
@@ -223,7 +286,9 @@ SERVICE_COLUMNS = (
     NAME,
     PrinterColumn("Type", value=lambda s: _get(s, "spec", "type") or "ClusterIP"),
     PrinterColumn("Cluster-IP", value=lambda s: _none(_get(s, "spec", "clusterIP"))),
-    PrinterColumn("External-IP", value=lambda s: _none(",".join(_get(s, "spec", "externalIPs") or []))),
+    PrinterColumn(
+        "External-IP", value=lambda s: _none(",".join(_get(s, "spec", "externalIPs") or []))
+    ),
     PrinterColumn("Port(s)", value=_ports),
     AGE,
 )
@@ -235,31 +300,65 @@ def _int(value: Any) -> int:
 
 DEPLOYMENT_COLUMNS = (
     NAME,
-    PrinterColumn("Ready", value=lambda d: f"{_int(_get(d, 'status', 'readyReplicas'))}/{_int(_get(d, 'spec', 'replicas'))}"),
-    PrinterColumn("Up-to-date", type="integer", value=lambda d: _int(_get(d, "status", "updatedReplicas"))),
-    PrinterColumn("Available", type="integer", value=lambda d: _int(_get(d, "status", "availableReplicas"))),
+    PrinterColumn(
+        "Ready",
+        value=lambda d: (
+            f"{_int(_get(d, 'status', 'readyReplicas'))}/{_int(_get(d, 'spec', 'replicas'))}"
+        ),
+    ),
+    PrinterColumn(
+        "Up-to-date", type="integer", value=lambda d: _int(_get(d, "status", "updatedReplicas"))
+    ),
+    PrinterColumn(
+        "Available", type="integer", value=lambda d: _int(_get(d, "status", "availableReplicas"))
+    ),
     AGE,
 )
 REPLICASET_COLUMNS = (
     NAME,
     PrinterColumn("Desired", type="integer", value=lambda d: _int(_get(d, "spec", "replicas"))),
     PrinterColumn("Current", type="integer", value=lambda d: _int(_get(d, "status", "replicas"))),
-    PrinterColumn("Ready", type="integer", value=lambda d: _int(_get(d, "status", "readyReplicas"))),
+    PrinterColumn(
+        "Ready", type="integer", value=lambda d: _int(_get(d, "status", "readyReplicas"))
+    ),
     AGE,
 )
 DAEMONSET_COLUMNS = (
     NAME,
-    PrinterColumn("Desired", type="integer", value=lambda d: _int(_get(d, "status", "desiredNumberScheduled"))),
-    PrinterColumn("Current", type="integer", value=lambda d: _int(_get(d, "status", "currentNumberScheduled"))),
+    PrinterColumn(
+        "Desired", type="integer", value=lambda d: _int(_get(d, "status", "desiredNumberScheduled"))
+    ),
+    PrinterColumn(
+        "Current", type="integer", value=lambda d: _int(_get(d, "status", "currentNumberScheduled"))
+    ),
     PrinterColumn("Ready", type="integer", value=lambda d: _int(_get(d, "status", "numberReady"))),
-    PrinterColumn("Up-to-date", type="integer", value=lambda d: _int(_get(d, "status", "updatedNumberScheduled"))),
-    PrinterColumn("Available", type="integer", value=lambda d: _int(_get(d, "status", "numberAvailable"))),
-    PrinterColumn("Node Selector", value=lambda d: _none(",".join(f"{k}={v}" for k, v in (_get(d, "spec", "template", "spec", "nodeSelector") or {}).items()))),
+    PrinterColumn(
+        "Up-to-date",
+        type="integer",
+        value=lambda d: _int(_get(d, "status", "updatedNumberScheduled")),
+    ),
+    PrinterColumn(
+        "Available", type="integer", value=lambda d: _int(_get(d, "status", "numberAvailable"))
+    ),
+    PrinterColumn(
+        "Node Selector",
+        value=lambda d: _none(
+            ",".join(
+                f"{k}={v}"
+                for k, v in (_get(d, "spec", "template", "spec", "nodeSelector") or {}).items()
+            )
+        ),
+    ),
     AGE,
 )
 STATEFULSET_COLUMNS = (
     NAME,
-    PrinterColumn("Ready", value=lambda d: f"{_int(_get(d, 'status', 'readyReplicas'))}/{_int(_get(d, 'spec', 'replicas'))}"),
+    PrinterColumn(
+        "Ready",
+        value=lambda d: (
+            f"{_int(_get(d, 'status', 'readyReplicas'))}/{_int(_get(d, 'spec', 'replicas'))}"
+        ),
+    ),
     AGE,
 )
 
@@ -272,7 +371,11 @@ PDB_COLUMNS = (
     NAME,
     PrinterColumn("Min Available", value=lambda p: _intstr(_get(p, "spec", "minAvailable"))),
     PrinterColumn("Max Unavailable", value=lambda p: _intstr(_get(p, "spec", "maxUnavailable"))),
-    PrinterColumn("Allowed Disruptions", type="integer", value=lambda p: _int(_get(p, "status", "disruptionsAllowed"))),
+    PrinterColumn(
+        "Allowed Disruptions",
+        type="integer",
+        value=lambda p: _int(_get(p, "status", "disruptionsAllowed")),
+    ),
     AGE,
 )
 LEASE_COLUMNS = (
@@ -282,7 +385,11 @@ LEASE_COLUMNS = (
 )
 CONFIGMAP_COLUMNS = (
     NAME,
-    PrinterColumn("Data", type="integer", value=lambda c: len(c.get("data") or {}) + len(c.get("binaryData") or {})),
+    PrinterColumn(
+        "Data",
+        type="integer",
+        value=lambda c: len(c.get("data") or {}) + len(c.get("binaryData") or {}),
+    ),
     AGE,
 )
 SECRET_COLUMNS = (
@@ -296,16 +403,28 @@ STORAGECLASS_COLUMNS = (
     PrinterColumn("Provisioner", value=lambda s: s.get("provisioner", "")),
     PrinterColumn("ReclaimPolicy", value=lambda s: s.get("reclaimPolicy", "Delete")),
     PrinterColumn("VolumeBindingMode", value=lambda s: s.get("volumeBindingMode", "Immediate")),
-    PrinterColumn("AllowVolumeExpansion", value=lambda s: str(bool(s.get("allowVolumeExpansion"))).lower()),
+    PrinterColumn(
+        "AllowVolumeExpansion", value=lambda s: str(bool(s.get("allowVolumeExpansion"))).lower()
+    ),
     AGE,
 )
 PV_COLUMNS = (
     NAME,
     PrinterColumn("Capacity", value=lambda v: _get(v, "spec", "capacity", "storage") or ""),
     PrinterColumn("Access Modes", value=lambda v: ",".join(_get(v, "spec", "accessModes") or [])),
-    PrinterColumn("Reclaim Policy", value=lambda v: _get(v, "spec", "persistentVolumeReclaimPolicy") or ""),
+    PrinterColumn(
+        "Reclaim Policy", value=lambda v: _get(v, "spec", "persistentVolumeReclaimPolicy") or ""
+    ),
     PrinterColumn("Status", value=lambda v: _get(v, "status", "phase") or ""),
-    PrinterColumn("Claim", value=lambda v: "/".join(filter(None, [_get(v, "spec", "claimRef", "namespace"), _get(v, "spec", "claimRef", "name")]))),
+    PrinterColumn(
+        "Claim",
+        value=lambda v: "/".join(
+            filter(
+                None,
+                [_get(v, "spec", "claimRef", "namespace"), _get(v, "spec", "claimRef", "name")],
+            )
+        ),
+    ),
     PrinterColumn("StorageClass", value=lambda v: _get(v, "spec", "storageClassName") or ""),
     AGE,
 )
@@ -334,7 +453,9 @@ VOLUMEATTACHMENT_COLUMNS = (
 RUNTIMECLASS_COLUMNS = (NAME, PrinterColumn("Handler", value=lambda r: r.get("handler", "")), AGE)
 CRD_COLUMNS = (
     NAME,
-    PrinterColumn("Created At", type="date", value=lambda c: _get(c, "metadata", "creationTimestamp")),
+    PrinterColumn(
+        "Created At", type="date", value=lambda c: _get(c, "metadata", "creationTimestamp")
+    ),
 )
 DEFAULT_COLUMNS = (NAME, AGE)
 CUSTOM_DEFAULT_COLUMNS = (

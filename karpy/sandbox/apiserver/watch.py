@@ -17,14 +17,16 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from karpy.sandbox.apiserver import errors
 from karpy.sandbox.apiserver.kinds import Obj, View
-from karpy.sandbox.apiserver.selectors import FieldSelector, LabelSelector
-from karpy.sandbox.apiserver.store import Change, Entry, ResourceState, Store
+
+if TYPE_CHECKING:
+    from karpy.sandbox.apiserver.selectors import FieldSelector, LabelSelector
+    from karpy.sandbox.apiserver.store import Change, Entry, ResourceState, Store
 
 Encoder = Callable[[str, Obj, "bytes | None"], bytes]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
@@ -44,6 +46,7 @@ class Watcher:
         store: Store,
         state: ResourceState,
         view: View,
+        *,
         namespace: str | None,
         label_selector: LabelSelector,
         field_selector: FieldSelector,

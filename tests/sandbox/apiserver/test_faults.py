@@ -1,21 +1,35 @@
+# mypy: disable-error-code="arg-type,call-arg"
+# (kubernetes-asyncio types its bodies as model classes; it accepts plain dicts, as karpy sends.)
 """Fault injection and the other test controls, in-process and over HTTP."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import aiohttp
 import orjson
 import pytest
 from kubernetes_asyncio import client
 
-from tests.sandbox.apiserver.helpers import call, configmap, status_of, watch_lines, widget, widget_crd
+from tests.sandbox.apiserver.helpers import (
+    call,
+    configmap,
+    status_of,
+    watch_lines,
+    widget,
+    widget_crd,
+)
 
 CMS = "/api/v1/namespaces/default/configmaps"
 
 
-@pytest.mark.parametrize(("code", "reason"), [(500, "InternalError"), (409, "Conflict"), (410, "Expired")])
-async def test_error_fault_answers_the_next_matching_request_only(apiserver, kube_api_client, code, reason):
+@pytest.mark.parametrize(
+    ("code", "reason"), [(500, "InternalError"), (409, "Conflict"), (410, "Expired")]
+)
+async def test_error_fault_answers_the_next_matching_request_only(
+    apiserver, kube_api_client, code, reason
+):
     apiserver.faults.error("GET", CMS, status=code)
     v1 = client.CoreV1Api(kube_api_client)
     with pytest.raises(client.ApiException) as err:
@@ -28,7 +42,11 @@ async def test_throttle_fault_sends_retry_after(apiserver, kube_api_client):
     apiserver.faults.throttle("*", "/api/v1/*", retry_after=3, count=2)
     for _ in range(2):
         status, body, headers = await call(kube_api_client, "GET", CMS)
-        assert status == 429 and headers["Retry-After"] == "3" and body["details"]["retryAfterSeconds"] == 3
+        assert (
+            status == 429
+            and headers["Retry-After"] == "3"
+            and body["details"]["retryAfterSeconds"] == 3
+        )
     status, _, _ = await call(kube_api_client, "GET", CMS)
     assert status == 200
 
@@ -66,13 +84,19 @@ async def test_gone_fault_on_a_watch_arrives_as_an_error_event(apiserver, kube_a
     assert events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 410
 
 
-async def test_storage_initializing_answers_429_on_first_custom_resource_requests(apiserver, kube_api_client):
+async def test_storage_initializing_answers_429_on_first_custom_resource_requests(
+    apiserver, kube_api_client
+):
     apiserver.store.create("customresourcedefinitions", widget_crd())
     apiserver.store.create("widgets.example.com", widget("w"))
     apiserver.faults.storage_initializing(requests=1)
     path = "/apis/example.com/v1/namespaces/default/widgets"
     status, body, headers = await call(kube_api_client, "GET", path)
-    assert status == 429 and body["message"] == "storage is (re)initializing" and headers["Retry-After"] == "1"
+    assert (
+        status == 429
+        and body["message"] == "storage is (re)initializing"
+        and headers["Retry-After"] == "1"
+    )
     status, _, _ = await call(kube_api_client, "GET", path)
     assert status == 200
     status, _, _ = await call(kube_api_client, "GET", CMS)
@@ -81,7 +105,7 @@ async def test_storage_initializing_answers_429_on_first_custom_resource_request
 
 async def test_drop_watches_ends_open_streams(apiserver, kube_api_client):
     apiserver.store.create("configmaps", configmap("a"))
-    reader = asyncio.create_task(watch_lines(kube_api_client, CMS, [], timeout=5))
+    reader = asyncio.create_task(watch_lines(kube_api_client, CMS, [], wait_seconds=5))
     for _ in range(50):
         await asyncio.sleep(0.02)
         if list(apiserver.store_state.watchers()):
@@ -93,8 +117,11 @@ async def test_drop_watches_ends_open_streams(apiserver, kube_api_client):
 
 async def test_http_controls_drive_faults_compaction_and_bookmarks(apiserver):
     async with aiohttp.ClientSession() as session:
-        async def post(path: str, body: dict, method: str = "POST") -> dict:
-            async with session.request(method, apiserver.url + "/_emulator" + path, data=orjson.dumps(body)) as resp:
+
+        async def post(path: str, body: dict[str, Any], method: str = "POST") -> Any:
+            async with session.request(
+                method, apiserver.url + "/_emulator" + path, data=orjson.dumps(body)
+            ) as resp:
                 assert resp.status in (200, 201)
                 return orjson.loads(await resp.read())
 

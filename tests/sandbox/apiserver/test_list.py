@@ -1,3 +1,5 @@
+# mypy: disable-error-code="arg-type,call-arg"
+# (kubernetes-asyncio types its bodies as model classes; it accepts plain dicts, as karpy sends.)
 """LIST: paging, resourceVersion semantics, label and field selectors."""
 
 from __future__ import annotations
@@ -48,24 +50,34 @@ async def test_expired_continue_token_is_gone_with_a_fresh_token(apiserver, kube
     assert [c.metadata.name for c in rest.items] == ["c02", "c03", "later"]
 
 
-async def test_exact_resource_version_lists_the_past_and_expires_after_compaction(apiserver, kube_api_client):
+async def test_exact_resource_version_lists_the_past_and_expires_after_compaction(
+    apiserver, kube_api_client
+):
     await _configmaps(apiserver, 2)
     v1 = client.CoreV1Api(kube_api_client)
     then = (await v1.list_namespaced_config_map("default")).metadata.resource_version
     apiserver.store.create("configmaps", configmap("new"))
     apiserver.store.delete("configmaps", "c00", "default")
-    past = await v1.list_namespaced_config_map("default", resource_version=then, resource_version_match="Exact")
+    past = await v1.list_namespaced_config_map(
+        "default", resource_version=then, resource_version_match="Exact"
+    )
     assert [c.metadata.name for c in past.items] == ["c00", "c01"]
     assert past.metadata.resource_version == then
     apiserver.compact()
     with pytest.raises(client.ApiException) as err:
-        await v1.list_namespaced_config_map("default", resource_version=then, resource_version_match="Exact")
+        await v1.list_namespaced_config_map(
+            "default", resource_version=then, resource_version_match="Exact"
+        )
     assert err.value.status == 410
-    assert status_of(err.value)["message"] == "The resourceVersion for the provided list is too old."
+    assert (
+        status_of(err.value)["message"] == "The resourceVersion for the provided list is too old."
+    )
 
 
 async def test_resource_version_match_without_resource_version_is_invalid(kube_api_client):
-    status, body, _ = await call(kube_api_client, "GET", CMS, query=[("resourceVersionMatch", "Exact")])
+    status, body, _ = await call(
+        kube_api_client, "GET", CMS, query=[("resourceVersionMatch", "Exact")]
+    )
     assert status == 422 and body["details"]["causes"][0]["field"] == "resourceVersionMatch"
 
 
@@ -90,10 +102,16 @@ async def test_not_older_than_a_future_version_times_out(kube_api_client):
     ],
 )
 async def test_label_selector_grammar(apiserver, kube_api_client, selector, expected):
-    for name, labels in {"a": {"tier": "web", "env": "prod"}, "b": {"tier": "web"},
-                         "c": {"tier": "db", "env": "dev"}, "d": {}}.items():
+    for name, labels in {
+        "a": {"tier": "web", "env": "prod"},
+        "b": {"tier": "web"},
+        "c": {"tier": "db", "env": "dev"},
+        "d": {},
+    }.items():
         apiserver.store.create("configmaps", configmap(name, labels=labels))
-    found = await client.CoreV1Api(kube_api_client).list_namespaced_config_map("default", label_selector=selector)
+    found = await client.CoreV1Api(kube_api_client).list_namespaced_config_map(
+        "default", label_selector=selector
+    )
     assert {c.metadata.name for c in found.items} == expected
 
 
@@ -116,7 +134,9 @@ async def test_label_selector_parse_errors_are_bad_requests(kube_api_client, sel
 async def test_label_selector_rejects_invalid_values(kube_api_client):
     status, body, _ = await call(kube_api_client, "GET", CMS, query=[("labelSelector", "a=b$")])
     assert status == 400
-    assert body["message"].startswith('unable to parse requirement: values[0][a]: Invalid value: "b$": a valid label')
+    assert body["message"].startswith(
+        'unable to parse requirement: values[0][a]: Invalid value: "b$": a valid label'
+    )
 
 
 async def test_field_selectors_on_pods(apiserver, kube_api_client):
@@ -126,7 +146,9 @@ async def test_field_selectors_on_pods(apiserver, kube_api_client):
     v1 = client.CoreV1Api(kube_api_client)
     on_n1 = await v1.list_pod_for_all_namespaces(field_selector="spec.nodeName=n1")
     assert sorted(p.metadata.name for p in on_n1.items) == ["a", "c"]
-    named = await v1.list_pod_for_all_namespaces(field_selector="metadata.name=b,status.phase=Pending")
+    named = await v1.list_pod_for_all_namespaces(
+        field_selector="metadata.name=b,status.phase=Pending"
+    )
     assert [p.metadata.name for p in named.items] == ["b"]
     not_default = await v1.list_pod_for_all_namespaces(field_selector="metadata.namespace!=default")
     assert [p.metadata.name for p in not_default.items] == ["c"]
@@ -135,7 +157,9 @@ async def test_field_selectors_on_pods(apiserver, kube_api_client):
 
 
 async def test_unsupported_field_label_is_bad_request(kube_api_client):
-    status, body, _ = await call(kube_api_client, "GET", "/api/v1/pods", query=[("fieldSelector", "spec.foo=bar")])
+    status, body, _ = await call(
+        kube_api_client, "GET", "/api/v1/pods", query=[("fieldSelector", "spec.foo=bar")]
+    )
     assert status == 400
     assert body["message"] == (
         'Unable to find "/v1, Resource=pods" that match label selector "", field selector '
@@ -145,10 +169,17 @@ async def test_unsupported_field_label_is_bad_request(kube_api_client):
 
 async def test_event_field_selectors_on_involved_object(apiserver, kube_api_client):
     for name, target in (("e1", "p1"), ("e2", "p2")):
-        apiserver.store.create("events", {"metadata": {"name": name, "namespace": "default"},
-                                          "involvedObject": {"kind": "Pod", "name": target}, "reason": "X"})
+        apiserver.store.create(
+            "events",
+            {
+                "metadata": {"name": name, "namespace": "default"},
+                "involvedObject": {"kind": "Pod", "name": target},
+                "reason": "X",
+            },
+        )
     found = await client.CoreV1Api(kube_api_client).list_namespaced_event(
-        "default", field_selector="involvedObject.name=p2,involvedObject.kind=Pod")
+        "default", field_selector="involvedObject.name=p2,involvedObject.kind=Pod"
+    )
     assert [e.metadata.name for e in found.items] == ["e2"]
 
 
@@ -160,10 +191,20 @@ async def test_typed_list_items_omit_kind_but_custom_ones_keep_it(apiserver, kub
 
 async def test_events_written_through_events_k8s_io_are_core_events_too(apiserver, kube_api_client):
     events = client.EventsV1Api(kube_api_client)
-    await events.create_namespaced_event("default", {
-        "metadata": {"name": "ev"}, "eventTime": "2026-01-01T00:00:00.000000Z", "reason": "Launched",
-        "note": "launched a node", "regarding": {"kind": "NodeClaim", "name": "nc"},
-        "reportingController": "karpy", "reportingInstance": "karpy-0", "action": "Launch", "type": "Normal"})
+    await events.create_namespaced_event(
+        "default",
+        {
+            "metadata": {"name": "ev"},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "reason": "Launched",
+            "note": "launched a node",
+            "regarding": {"kind": "NodeClaim", "name": "nc"},
+            "reportingController": "karpy",
+            "reportingInstance": "karpy-0",
+            "action": "Launch",
+            "type": "Normal",
+        },
+    )
     core = await client.CoreV1Api(kube_api_client).read_namespaced_event("ev", "default")
     assert core.message == "launched a node" and core.involved_object.name == "nc"
     assert core.reporting_component == "karpy"

@@ -1,3 +1,5 @@
+# mypy: disable-error-code="arg-type,call-arg"
+# (kubernetes-asyncio types its bodies as model classes; it accepts plain dicts, as karpy sends.)
 """Server-set metadata, naming and namespace rules (API conventions: ObjectMeta)."""
 
 from __future__ import annotations
@@ -6,7 +8,6 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.sandbox.apiserver.helpers import call, configmap, pod, status_of
-
 
 
 async def test_resource_versions_are_integer_strings_that_strictly_increase(kube_api_client):
@@ -37,13 +38,23 @@ async def test_generation_bumps_on_spec_change_only(apiserver, kube_api_client):
     apps = client.AppsV1Api(kube_api_client)
     body = {
         "metadata": {"name": "d"},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
-                 "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        },
     }
     await apps.create_namespaced_deployment("default", body)
-    labelled = await apps.patch_namespaced_deployment("d", "default", {"metadata": {"labels": {"x": "y"}}})
+    labelled = await apps.patch_namespaced_deployment(
+        "d", "default", {"metadata": {"labels": {"x": "y"}}}
+    )
     assert labelled.metadata.generation == 1
-    status = await apps.patch_namespaced_deployment_status("d", "default", {"status": {"replicas": 1}})
+    status = await apps.patch_namespaced_deployment_status(
+        "d", "default", {"status": {"replicas": 1}}
+    )
     assert status.metadata.generation == 1
     scaled = await apps.patch_namespaced_deployment("d", "default", {"spec": {"replicas": 3}})
     assert scaled.metadata.generation == 2
@@ -65,7 +76,9 @@ async def test_namespace_defaults_from_url_and_mismatch_is_bad_request(kube_api_
 
 async def test_generate_name_appends_five_random_characters(kube_api_client):
     v1 = client.CoreV1Api(kube_api_client)
-    created = await v1.create_namespaced_config_map("default", {"metadata": {"generateName": "job-"}})
+    created = await v1.create_namespaced_config_map(
+        "default", {"metadata": {"generateName": "job-"}}
+    )
     assert created.metadata.name.startswith("job-") and len(created.metadata.name) == 9
 
 
@@ -81,13 +94,17 @@ async def test_duplicate_name_is_already_exists(kube_api_client):
 
 
 async def test_initial_namespaces_exist(kube_api_client):
-    names = {ns.metadata.name for ns in (await client.CoreV1Api(kube_api_client).list_namespace()).items}
+    names = {
+        ns.metadata.name for ns in (await client.CoreV1Api(kube_api_client).list_namespace()).items
+    }
     assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= names
 
 
 async def test_create_in_missing_namespace_is_not_found_for_the_namespace(kube_api_client):
     with pytest.raises(client.ApiException) as err:
-        await client.CoreV1Api(kube_api_client).create_namespaced_config_map("nope", configmap("c", namespace="nope"))
+        await client.CoreV1Api(kube_api_client).create_namespaced_config_map(
+            "nope", configmap("c", namespace="nope")
+        )
     status = status_of(err.value)
     assert err.value.status == 404 and status["message"] == 'namespaces "nope" not found'
 
@@ -95,25 +112,36 @@ async def test_create_in_missing_namespace_is_not_found_for_the_namespace(kube_a
 async def test_invalid_label_is_unprocessable_with_field_causes(kube_api_client):
     with pytest.raises(client.ApiException) as err:
         await client.CoreV1Api(kube_api_client).create_namespaced_config_map(
-            "default", configmap("c", labels={"app": "bad value"}))
+            "default", configmap("c", labels={"app": "bad value"})
+        )
     status = status_of(err.value)
     assert err.value.status == 422 and status["reason"] == "Invalid"
-    assert status["message"].startswith('ConfigMap "c" is invalid: metadata.labels: Invalid value: "bad value": ')
+    assert status["message"].startswith(
+        'ConfigMap "c" is invalid: metadata.labels: Invalid value: "bad value": '
+    )
     assert status["details"]["kind"] == "ConfigMap" and status["details"]["name"] == "c"
     assert status["details"]["causes"][0]["field"] == "metadata.labels"
     assert status["details"]["causes"][0]["reason"] == "FieldValueInvalid"
 
 
 async def test_missing_name_is_required(kube_api_client):
-    status, body, _ = await call(kube_api_client, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {}})
+    status, body, _ = await call(
+        kube_api_client, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {}}
+    )
     assert status == 422
-    assert body["message"] == 'ConfigMap "" is invalid: metadata.name: Required value: name or generateName is required'
+    assert (
+        body["message"]
+        == 'ConfigMap "" is invalid: metadata.name: Required value: name or generateName is '
+        "required"
+    )
 
 
 async def test_managed_fields_are_not_stored(kube_api_client):
     body = configmap("c")
     body["metadata"]["managedFields"] = [{"manager": "x", "operation": "Update"}]
-    _, created, _ = await call(kube_api_client, "POST", "/api/v1/namespaces/default/configmaps", body)
+    _, created, _ = await call(
+        kube_api_client, "POST", "/api/v1/namespaces/default/configmaps", body
+    )
     assert "managedFields" not in created["metadata"]
 
 

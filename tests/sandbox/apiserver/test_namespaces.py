@@ -1,3 +1,5 @@
+# mypy: disable-error-code="arg-type,call-arg"
+# (kubernetes-asyncio types its bodies as model classes; it accepts plain dicts, as karpy sends.)
 """Namespace lifecycle: Terminating, content removal, admission refusals."""
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from kubernetes_asyncio import client
 from tests.sandbox.apiserver.helpers import call, configmap, status_of
 
 
-
-async def test_deleting_a_namespace_terminates_then_removes_it_and_its_content(apiserver, kube_api_client):
+async def test_deleting_a_namespace_terminates_then_removes_it_and_its_content(
+    apiserver, kube_api_client
+):
     v1 = client.CoreV1Api(kube_api_client)
     created = await v1.create_namespace({"metadata": {"name": "team"}})
     assert created.status.phase == "Active" and created.spec.finalizers == ["kubernetes"]
@@ -25,7 +28,9 @@ async def test_deleting_a_namespace_terminates_then_removes_it_and_its_content(a
     assert terminating.status.phase == "Terminating" and terminating.metadata.deletion_timestamp
     await asyncio.sleep(0.2)
     assert apiserver.store.try_get("configmaps", "plain", "team") is None
-    assert apiserver.store.try_get("namespaces", "team") is not None  # held by the finalized configmap
+    assert (
+        apiserver.store.try_get("namespaces", "team") is not None
+    )  # held by the finalized configmap
     apiserver.store.patch("configmaps", "held", {"metadata": {"finalizers": None}}, "team")
     for _ in range(40):
         await asyncio.sleep(0.05)
@@ -46,7 +51,9 @@ async def test_creating_in_a_terminating_namespace_is_forbidden(apiserver, kube_
     status = status_of(err.value)
     assert err.value.status == 403 and status["reason"] == "Forbidden"
     assert status["message"] == (
-        'configmaps "new" is forbidden: unable to create new content in namespace team because it is being terminated')
+        'configmaps "new" is forbidden: unable to create new content in namespace team because it '
+        "is being terminated"
+    )
 
 
 async def test_default_namespaces_cannot_be_deleted(kube_api_client):
@@ -55,5 +62,7 @@ async def test_default_namespaces_cannot_be_deleted(kube_api_client):
 
 
 async def test_namespace_names_are_dns_labels(kube_api_client):
-    status, body, _ = await call(kube_api_client, "POST", "/api/v1/namespaces", {"metadata": {"name": "a.b"}})
+    status, body, _ = await call(
+        kube_api_client, "POST", "/api/v1/namespaces", {"metadata": {"name": "a.b"}}
+    )
     assert status == 422 and body["details"]["causes"][0]["field"] == "metadata.name"

@@ -1,3 +1,5 @@
+# mypy: disable-error-code="arg-type,call-arg"
+# (kubernetes-asyncio types its bodies as model classes; it accepts plain dicts, as karpy sends.)
 """Optimistic concurrency and update rules."""
 
 from __future__ import annotations
@@ -6,7 +8,6 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.sandbox.apiserver.helpers import call, configmap, status_of
-
 
 STALE = (
     'Operation cannot be fulfilled on configmaps "c": the object has been modified; please apply '
@@ -53,23 +54,33 @@ async def test_update_that_changes_nothing_keeps_the_resource_version(kube_api_c
 
 async def test_put_name_must_match_url(kube_api_client):
     await client.CoreV1Api(kube_api_client).create_namespaced_config_map("default", configmap("c"))
-    status, body, _ = await call(kube_api_client, "PUT", "/api/v1/namespaces/default/configmaps/c", configmap("d"))
+    status, body, _ = await call(
+        kube_api_client, "PUT", "/api/v1/namespaces/default/configmaps/c", configmap("d")
+    )
     assert status == 400
     assert body["message"] == "the name of the object (d) does not match the name on the URL (c)"
 
 
 async def test_put_to_missing_object_is_not_found_but_leases_are_created(kube_api_client):
-    status, body, _ = await call(kube_api_client, "PUT", "/api/v1/namespaces/default/configmaps/c", configmap("c"))
+    status, body, _ = await call(
+        kube_api_client, "PUT", "/api/v1/namespaces/default/configmaps/c", configmap("c")
+    )
     assert status == 404 and body["message"] == 'configmaps "c" not found'
-    lease = {"metadata": {"name": "leader", "namespace": "default"}, "spec": {"holderIdentity": "a"}}
-    created = await client.CoordinationV1Api(kube_api_client).replace_namespaced_lease("leader", "default", lease)
+    lease = {
+        "metadata": {"name": "leader", "namespace": "default"},
+        "spec": {"holderIdentity": "a"},
+    }
+    created = await client.CoordinationV1Api(kube_api_client).replace_namespaced_lease(
+        "leader", "default", lease
+    )
     assert created.spec.holder_identity == "a" and created.metadata.uid
 
 
 async def test_leader_election_style_lease_update_race_has_one_winner(kube_api_client):
     coordination = client.CoordinationV1Api(kube_api_client)
     lease = await coordination.create_namespaced_lease(
-        "kube-system", {"metadata": {"name": "karpy"}, "spec": {"holderIdentity": "a"}})
+        "kube-system", {"metadata": {"name": "karpy"}, "spec": {"holderIdentity": "a"}}
+    )
     lease.spec.holder_identity = "b"
     await coordination.replace_namespaced_lease("karpy", "kube-system", lease)
     lease.spec.holder_identity = "c"
@@ -83,12 +94,22 @@ async def test_leader_election_style_lease_update_race_has_one_winner(kube_api_c
 async def test_creating_with_a_resource_version_is_refused(kube_api_client):
     body = configmap("c")
     body["metadata"]["resourceVersion"] = "5"
-    status, payload, _ = await call(kube_api_client, "POST", "/api/v1/namespaces/default/configmaps", body)
-    assert status == 500 and "resourceVersion should not be set on objects to be created" in payload["message"]
+    status, payload, _ = await call(
+        kube_api_client, "POST", "/api/v1/namespaces/default/configmaps", body
+    )
+    assert (
+        status == 500
+        and "resourceVersion should not be set on objects to be created" in payload["message"]
+    )
 
 
 async def test_dry_run_create_stores_nothing(apiserver, kube_api_client):
-    status, body, _ = await call(kube_api_client, "POST", "/api/v1/namespaces/default/configmaps",
-                                 configmap("c"), query=[("dryRun", "All")])
+    status, body, _ = await call(
+        kube_api_client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        configmap("c"),
+        query=[("dryRun", "All")],
+    )
     assert status == 201 and body["metadata"]["name"] == "c"
     assert apiserver.store.try_get("configmaps", "c", "default") is None

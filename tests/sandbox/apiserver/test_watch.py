@@ -1,3 +1,5 @@
+# mypy: disable-error-code="arg-type,call-arg"
+# (kubernetes-asyncio types its bodies as model classes; it accepts plain dicts, as karpy sends.)
 """WATCH: initial events, replay, 410 Expired, bookmarks, timeouts, selector transitions."""
 
 from __future__ import annotations
@@ -12,18 +14,21 @@ from tests.sandbox.apiserver.helpers import configmap, pod, watch_lines
 CMS = "/api/v1/namespaces/default/configmaps"
 
 
-async def test_watch_from_zero_sends_current_objects_as_added_then_live_events(apiserver, kube_api_client):
+async def test_watch_from_zero_sends_current_objects_as_added_then_live_events(
+    apiserver, kube_api_client
+):
     apiserver.store.create("configmaps", configmap("a"))
     v1 = client.CoreV1Api(kube_api_client)
-    seen = []
 
     async def later():
         await asyncio.sleep(0.2)
         apiserver.store.create("configmaps", configmap("b"))
 
     task = asyncio.create_task(later())
-    async for event in watch.Watch().stream(v1.list_namespaced_config_map, "default", resource_version="0", timeout_seconds=1):
-        seen.append((event["type"], event["object"].metadata.name))
+    stream = watch.Watch().stream(
+        v1.list_namespaced_config_map, "default", resource_version="0", timeout_seconds=1
+    )
+    seen = [(event["type"], event["object"].metadata.name) async for event in stream]
     await task
     assert seen == [("ADDED", "a"), ("ADDED", "b")]
 
@@ -34,14 +39,21 @@ async def test_watch_from_a_version_replays_history_after_it(apiserver, kube_api
     apiserver.store.patch("configmaps", "a", {"data": {"k": "v"}}, "default")
     apiserver.store.create("configmaps", configmap("b"))
     apiserver.store.delete("configmaps", "a", "default")
-    events = await watch_lines(kube_api_client, CMS, [("resourceVersion", mark), ("timeoutSeconds", "1")])
+    events = await watch_lines(
+        kube_api_client, CMS, [("resourceVersion", mark), ("timeoutSeconds", "1")]
+    )
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
-        ("MODIFIED", "a"), ("ADDED", "b"), ("DELETED", "a")]
+        ("MODIFIED", "a"),
+        ("ADDED", "b"),
+        ("DELETED", "a"),
+    ]
     versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
     assert versions == sorted(versions) and versions[0] > int(mark)
 
 
-async def test_watch_from_a_compacted_version_gets_an_expired_error_event(apiserver, kube_api_client):
+async def test_watch_from_a_compacted_version_gets_an_expired_error_event(
+    apiserver, kube_api_client
+):
     apiserver.store.create("configmaps", configmap("a"))
     old = apiserver.store.resource_version
     apiserver.store.create("configmaps", configmap("b"))
@@ -61,7 +73,9 @@ async def test_watch_older_than_the_history_window_expires(apiserver, kube_api_c
     events = await watch_lines(kube_api_client, CMS, [("resourceVersion", str(start))])
     assert events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 410
     recent = apiserver.store.resource_version - 2
-    events = await watch_lines(kube_api_client, CMS, [("resourceVersion", str(recent)), ("timeoutSeconds", "1")])
+    events = await watch_lines(
+        kube_api_client, CMS, [("resourceVersion", str(recent)), ("timeoutSeconds", "1")]
+    )
     assert [e["type"] for e in events] == ["ADDED", "ADDED"]
 
 
@@ -72,7 +86,9 @@ async def test_kubernetes_asyncio_raises_gone_for_the_expired_watch(apiserver, k
     apiserver.compact()
     v1 = client.CoreV1Api(kube_api_client)
     with pytest.raises(client.ApiException) as err:
-        async for _ in watch.Watch().stream(v1.list_namespaced_config_map, "default", resource_version=str(old)):
+        async for _ in watch.Watch().stream(
+            v1.list_namespaced_config_map, "default", resource_version=str(old)
+        ):
             pass
     assert err.value.status == 410
 
@@ -81,17 +97,30 @@ async def test_kubernetes_asyncio_raises_gone_for_the_expired_watch(apiserver, k
 async def test_bookmarks_carry_only_the_current_resource_version(apiserver, kube_api_client):
     apiserver.store.create("configmaps", configmap("a"))
     rv = str(apiserver.store.resource_version)
-    events = await watch_lines(kube_api_client, CMS, [("resourceVersion", rv), ("allowWatchBookmarks", "true")], count=2)
+    events = await watch_lines(
+        kube_api_client, CMS, [("resourceVersion", rv), ("allowWatchBookmarks", "true")], count=2
+    )
     assert [e["type"] for e in events] == ["BOOKMARK", "BOOKMARK"]
-    assert events[0]["object"] == {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"resourceVersion": rv}}
+    assert events[0]["object"] == {
+        "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": rv},
+    }
 
 
 async def test_send_initial_events_ends_with_an_annotated_bookmark(apiserver, kube_api_client):
     apiserver.store.create("configmaps", configmap("a"))
     apiserver.store.create("configmaps", configmap("b"))
-    events = await watch_lines(kube_api_client, CMS, [
-        ("sendInitialEvents", "true"), ("resourceVersionMatch", "NotOlderThan"), ("allowWatchBookmarks", "true"),
-    ], count=3)
+    events = await watch_lines(
+        kube_api_client,
+        CMS,
+        [
+            ("sendInitialEvents", "true"),
+            ("resourceVersionMatch", "NotOlderThan"),
+            ("allowWatchBookmarks", "true"),
+        ],
+        count=3,
+    )
     assert [e["type"] for e in events] == ["ADDED", "ADDED", "BOOKMARK"]
     bookmark = events[2]["object"]["metadata"]
     assert bookmark["annotations"] == {"k8s.io/initial-events-end": "true"}
@@ -101,8 +130,12 @@ async def test_send_initial_events_ends_with_an_annotated_bookmark(apiserver, ku
 async def test_server_closes_the_stream_after_timeout_seconds(apiserver, kube_api_client):
     loop = asyncio.get_running_loop()
     started = loop.time()
-    events = await watch_lines(kube_api_client, CMS, [("resourceVersion", str(apiserver.store.resource_version)),
-                                                      ("timeoutSeconds", "1")], timeout=10)
+    events = await watch_lines(
+        kube_api_client,
+        CMS,
+        [("resourceVersion", str(apiserver.store.resource_version)), ("timeoutSeconds", "1")],
+        wait_seconds=10,
+    )
     assert events == []
     assert loop.time() - started < 9  # ended by the server, not by the client's guard
 
@@ -114,8 +147,11 @@ async def test_selector_transitions_become_added_and_deleted(apiserver, kube_api
     apiserver.store.patch("configmaps", "a", {"data": {"k": "v"}}, "default")
     apiserver.store.patch("configmaps", "a", {"metadata": {"labels": {"team": "x"}}}, "default")
     apiserver.store.patch("configmaps", "a", {"data": {"k": "w"}}, "default")
-    events = await watch_lines(kube_api_client, CMS, [("resourceVersion", rv), ("labelSelector", "team=x"),
-                                                      ("timeoutSeconds", "1")])
+    events = await watch_lines(
+        kube_api_client,
+        CMS,
+        [("resourceVersion", rv), ("labelSelector", "team=x"), ("timeoutSeconds", "1")],
+    )
     assert [e["type"] for e in events] == ["DELETED", "ADDED", "MODIFIED"]
     assert events[0]["object"]["metadata"]["labels"] == {"team": "x"}  # the previous object
 
@@ -123,10 +159,13 @@ async def test_selector_transitions_become_added_and_deleted(apiserver, kube_api
 async def test_named_watch_and_legacy_watch_path(apiserver, kube_api_client):
     apiserver.store.create("configmaps", configmap("a"))
     apiserver.store.create("configmaps", configmap("b"))
-    named = await watch_lines(kube_api_client, CMS, [("fieldSelector", "metadata.name=b"), ("timeoutSeconds", "1")])
+    named = await watch_lines(
+        kube_api_client, CMS, [("fieldSelector", "metadata.name=b"), ("timeoutSeconds", "1")]
+    )
     assert [e["object"]["metadata"]["name"] for e in named] == ["b"]
-    legacy = await watch_lines(kube_api_client, "/api/v1/watch/namespaces/default/configmaps/a",
-                               [("timeoutSeconds", "1")])
+    legacy = await watch_lines(
+        kube_api_client, "/api/v1/watch/namespaces/default/configmaps/a", [("timeoutSeconds", "1")]
+    )
     assert [e["object"]["metadata"]["name"] for e in legacy] == ["a"]
 
 
@@ -134,8 +173,12 @@ async def test_named_watch_and_legacy_watch_path(apiserver, kube_api_client):
 async def test_every_spelling_of_watch_true_watches(apiserver, kube_api_client, flag):
     apiserver.store.create("configmaps", configmap("a"))
     resp = await kube_api_client.rest_client.request(
-        "GET", f"{apiserver.url}{CMS}", query_params=[("watch", flag), ("timeoutSeconds", "1")],
-        headers={"Accept": "application/json"}, _preload_content=False)
+        "GET",
+        f"{apiserver.url}{CMS}",
+        query_params=[("watch", flag), ("timeoutSeconds", "1")],
+        headers={"Accept": "application/json"},
+        _preload_content=False,
+    )
     line = await resp.content.readline()
     resp.release()
     assert line.startswith(b'{"type":"ADDED"')
@@ -145,7 +188,9 @@ async def test_pod_watch_by_node_name_sees_binding(apiserver, kube_api_client):
     apiserver.store.create("pods", pod("p"))
     rv = str(apiserver.store.resource_version)
     apiserver.store.bind("p", "n1")
-    events = await watch_lines(kube_api_client, "/api/v1/pods", [("resourceVersion", rv),
-                                                                 ("fieldSelector", "spec.nodeName=n1"),
-                                                                 ("timeoutSeconds", "1")])
+    events = await watch_lines(
+        kube_api_client,
+        "/api/v1/pods",
+        [("resourceVersion", rv), ("fieldSelector", "spec.nodeName=n1"), ("timeoutSeconds", "1")],
+    )
     assert [(e["type"], e["object"]["spec"]["nodeName"]) for e in events] == [("ADDED", "n1")]

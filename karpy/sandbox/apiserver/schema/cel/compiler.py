@@ -72,7 +72,7 @@ _PRIMITIVE = _ORDERED
 
 class CelCompileError(ValueError):
     """A rule cel-go would not compile; the message is cel-go-shaped
-    (``ERROR: <input>:1:6: undefined field 'foo'`` and the source line)."""
+    (``ERROR: <input>:1:5: undefined field 'foo'`` and the source line)."""
 
 
 @attrs.frozen(slots=True)
@@ -101,8 +101,11 @@ class _Compiler:
         self.slots = len(variables)
         self.used: set[str] = set()
 
-    def error(self, node: Tree[Any] | Token, message: str) -> CelCompileError:
+    def error(self, node: Tree[Any] | Token, message: str, *, shift: int = 0) -> CelCompileError:
+        """cel-go's error text at ``node`` (``shift`` moves the caret, e.g. from a field
+        name back to the dot that selects it, where cel-go points)."""
         line, column = position(node)
+        column = max(1, column + shift)
         source_line = self.source.splitlines()[line - 1] if self.source else ""
         text = (
             f"ERROR: <input>:{line}:{column}: {message}\n | {source_line}\n | {'.' * (column - 1)}^"
@@ -336,13 +339,15 @@ class _Compiler:
         if kind.kind == "object":
             entry = (kind.fields or {}).get(name)
             if entry is None:
-                raise self.error(token, f"undefined field '{name}'")
+                raise self.error(token, f"undefined field '{name}'", shift=-1)
             return entry
         if kind.kind == "map":
             return name, kind.elem or t.DYN
         if kind.kind == "dyn":
             return name, t.DYN
-        raise self.error(token, f"type '{display(kind)}' does not support field selection")
+        raise self.error(
+            token, f"type '{display(kind)}' does not support field selection", shift=-1
+        )
 
     def c_member_index(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         target, key_tree = tree.children

@@ -339,7 +339,15 @@ def _is_canonical(text: Any) -> bool:
 register(_ip, "ip(string) -> ip", "cidr.ip() -> ip")
 register(_is_ip, "isIP(string) -> bool")
 register(_is_canonical, "ip::isCanonical(string) -> bool")
-register(_ip_predicate("family", lambda a: a.version), "ip.family() -> int")
+
+
+def _family(value: Any) -> int:
+    if not isinstance(value, IpValue):
+        raise no_such_overload("family", value)
+    return int(value.address.version)
+
+
+register(_family, "ip.family() -> int")
 register(_ip_predicate("isUnspecified", lambda a: a.is_unspecified), "ip.isUnspecified() -> bool")
 register(_ip_predicate("isLoopback", lambda a: a.is_loopback), "ip.isLoopback() -> bool")
 register(
