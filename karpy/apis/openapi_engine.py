@@ -109,9 +109,51 @@ def structural_errors(
     """Only the errors that make ``value`` impossible to represent: wrong JSON types, and
     missing required properties except under the top-level properties named in
     ``lenient``. Parsers run this before reading a dict."""
+    if _sound(schema, value, required=True, lenient=lenient):
+        return []  # the common case, found without building any paths
     errors: list[FieldError] = []
     _check(schema, value, path, errors, structural=True, skip=lenient)
     return errors
+
+
+def _type_ok(schema: Schema, value: Any) -> bool:
+    if schema.int_or_string:
+        return isinstance(value, int | str) and not isinstance(value, bool)
+    kind = schema.type
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "object":
+        return isinstance(value, dict)
+    if kind == "array":
+        return isinstance(value, list)
+    if kind == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
+    if kind == "boolean":
+        return isinstance(value, bool)
+    return True
+
+
+def _sound(
+    schema: Schema, value: Any, *, required: bool, lenient: frozenset[str] = frozenset()
+) -> bool:
+    """Whether `structural_errors` would find nothing (a fast walk with no paths)."""
+    if not _type_ok(schema, value):
+        return False
+    if isinstance(value, dict):
+        if required and any(key not in value for key in schema.required):
+            return False
+        for key, item in value.items():
+            child = schema.properties.get(key, schema.additional_properties)
+            if child is not None and not _sound(
+                child, item, required=required and key not in lenient
+            ):
+                return False
+    elif isinstance(value, list) and schema.items is not None:
+        items = schema.items
+        return all(_sound(items, item, required=required) for item in value)
+    return True
 
 
 def _json_type(value: Any) -> str:
