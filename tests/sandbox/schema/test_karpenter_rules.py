@@ -1,3 +1,5 @@
+# ruff: noqa: E501
+# (expected messages and rule texts are kept whole, to compare with kube-apiserver's)
 """Every CEL rule of Karpenter's v1 CRDs, embedded in small schemas, accepting and
 rejecting what a real cluster accepts and rejects."""
 
@@ -217,7 +219,7 @@ VALID_CLASS = {
     "amiSelectorTerms": [{"alias": "al2023@latest"}],
     "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
 }
-VALID_POOL = {
+VALID_POOL: dict[str, Any] = {
     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
     "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}],
     "labels": {

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .factories import errors, obj, widget_schema
 
-CONDITIONS = {
+CONDITIONS: dict[str, Any] = {
     "type": "array",
     "x-kubernetes-list-type": "map",
     "x-kubernetes-list-map-keys": ["type"],

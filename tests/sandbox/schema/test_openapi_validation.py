@@ -1,3 +1,5 @@
+# ruff: noqa: E501
+# (expected messages and rule texts are kept whole, to compare with kube-apiserver's)
 """OpenAPI v3 value validation, with kube-apiserver's error texts."""
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
+# ruff: noqa: E501
+# (expected messages and rule texts are kept whole, to compare with kube-apiserver's)
 """Compiling a CRD schema: what a real cluster would refuse raises `InvalidSchema`."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -9,13 +13,13 @@ from karpy.sandbox.apiserver.schema import InvalidSchema, compile_schema
 from .factories import obj, resource_schema
 
 
-def rejection(spec: dict, **more: dict) -> list[str]:
+def rejection(spec: dict[str, Any], **more: dict[str, Any]) -> list[str]:
     with pytest.raises(InvalidSchema) as caught:
         compile_schema(resource_schema(spec, **more))
     return [e.render() for e in caught.value.errors]
 
 
-def rule(text: str, **fields: object) -> dict:
+def rule(text: str, **fields: object) -> dict[str, Any]:
     return {"rule": text, **fields}
 
 

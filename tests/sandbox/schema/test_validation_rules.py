@@ -285,8 +285,14 @@ def test_equality_of_set_and_map_lists_ignores_order():
             ),
         )
     )
-    old = {"zones": ["a", "b"], "conditions": [{"type": "A", "status": "x"}, {"type": "B"}]}
-    new = {"zones": ["b", "a"], "conditions": [{"type": "B"}, {"type": "A", "status": "x"}]}
+    old: dict[str, Any] = {
+        "zones": ["a", "b"],
+        "conditions": [{"type": "A", "status": "x"}, {"type": "B"}],
+    }
+    new: dict[str, Any] = {
+        "zones": ["b", "a"],
+        "conditions": [{"type": "B"}, {"type": "A", "status": "x"}],
+    }
     assert errors(schema, new, old_spec=old) == []
     new["conditions"][1]["status"] = "y"
     assert errors(schema, new, old_spec=old) == [
