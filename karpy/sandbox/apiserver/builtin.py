@@ -177,6 +177,7 @@ def builtin_kinds() -> list[Kind]:
             patch_meta=POD_PATCH,
             columns=tables.POD_COLUMNS,
             returns_deleted_object=True,
+            indexed_fields=("spec.nodeName",),
         ),
         Kind(
             "",

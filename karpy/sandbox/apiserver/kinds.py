@@ -84,6 +84,9 @@ class Kind:
     to_storage: Converter | None = attrs.field(default=None, eq=False)
     from_storage: Converter | None = attrs.field(default=None, eq=False)
     selectable_fields: tuple[str, ...] = ()
+    # Field labels with an index (exact-match selectors list only the matching keys),
+    # as the watch cache indexes pods by spec.nodeName.
+    indexed_fields: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[str, str]:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from karpy.sandbox.apiserver.kinds import Kind, Obj, View
-    from karpy.sandbox.apiserver.store import Entry, Key, Store
+    from karpy.sandbox.apiserver.store import Entry, Key, ResourceState, Store
 
 _CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. You can "
@@ -258,24 +258,38 @@ def list_objects(store: Store, view: View, namespace: str | None, opts: ListOpti
             )
     rv = store.rv if at is None else at
     selecting = not (opts.label_selector.empty and opts.field_selector.empty)
+    candidates = _indexed_candidates(store, state, opts)
+    snap = store.snapshot(state, at, namespace, candidates)
     found: list[Entry] = []
     last: Key | None = None
-    more = False
-    iterator = store.snapshot(state, at, namespace, start)
-    for key, entry in iterator:
-        if selecting and not matches(kind, view, entry, opts):
+    keys = snap.keys
+    i = snap.start_index(start)
+    while i < len(keys):
+        key = keys[i]
+        i += 1
+        entry = snap.entry(key)
+        if entry is None or (selecting and not matches(kind, view, entry, opts)):
             continue
         if opts.limit and len(found) >= opts.limit:
-            more = True
+            i -= 1
             break
         found.append(entry)
         last = key
-    if not more or last is None:
+    else:
         return ListResult(rv, found)
-    remaining: int | None = None
-    if not selecting:
-        remaining = 1 + sum(1 for _ in iterator)
+    if last is None:
+        return ListResult(rv, found)
+    remaining = None if selecting else snap.count_from(i)
     return ListResult(rv, found, encode_continue(rv, last, kind.namespaced), remaining)
+
+
+def _indexed_candidates(store: Store, state: ResourceState, opts: ListOptions) -> set[Key] | None:
+    for requirement in opts.field_selector.requirements:
+        if not requirement.negated:
+            found = state.indexed(requirement.field, requirement.value)
+            if found is not None:
+                return found
+    return None
 
 
 def list_metadata(result: ListResult) -> dict[str, Any]:

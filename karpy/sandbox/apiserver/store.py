@@ -89,6 +89,7 @@ class ResourceState:
         self.watch_floor = base_rv  # a watch from below this is too old
         self.watchers: set[Watcher] = set()
         self.by_namespace: dict[str, set[Key]] = {}
+        self.indexes: dict[str, dict[str | None, set[Key]]] = {f: {} for f in kind.indexed_fields}
 
     def sorted_keys(self) -> list[Key]:
         if self._sorted is None:
@@ -96,22 +97,72 @@ class ResourceState:
         return self._sorted
 
     def put(self, key: Key, entry: Entry) -> None:
-        if key not in self.objects:
+        old = self.objects.get(key)
+        if old is None:
             self._sorted = None
             self.by_namespace.setdefault(key[0], set()).add(key)
+        self._unindex(key, old)
         self.objects[key] = entry
+        for name, index in self.indexes.items():
+            index.setdefault(self.kind.field_labels[name](entry.obj), set()).add(key)
 
     def remove(self, key: Key) -> None:
-        if self.objects.pop(key, None) is not None:
+        old = self.objects.pop(key, None)
+        if old is not None:
             self._sorted = None
+            self._unindex(key, old)
             members = self.by_namespace.get(key[0])
             if members is not None:
                 members.discard(key)
                 if not members:
                     del self.by_namespace[key[0]]
 
+    def _unindex(self, key: Key, old: Entry | None) -> None:
+        if old is None:
+            return
+        for name, index in self.indexes.items():
+            value = self.kind.field_labels[name](old.obj)
+            members = index.get(value)
+            if members is not None:
+                members.discard(key)
+                if not members:
+                    del index[value]
+
+    def indexed(self, field: str, value: str) -> set[Key] | None:
+        """Keys whose `field` equals `value`, or None when `field` has no index."""
+        index = self.indexes.get(field)
+        if index is None:
+            return None
+        return index.get(value or None, set())
+
 
 ChangeHook = Callable[[Kind, Change], None]
+
+
+class Snapshot:
+    """Keys in order and how to read each as of the snapshot's version."""
+
+    __slots__ = ("keys", "objects", "overlay")
+
+    def __init__(
+        self, keys: list[Key], overlay: dict[Key, Entry | None], objects: dict[Key, Entry]
+    ) -> None:
+        self.keys = keys
+        self.overlay = overlay
+        self.objects = objects
+
+    def start_index(self, after: Key | None) -> int:
+        return 0 if after is None else bisect.bisect_right(self.keys, after)
+
+    def entry(self, key: Key) -> Entry | None:
+        if self.overlay and key in self.overlay:
+            return self.overlay[key]
+        return self.objects.get(key)
+
+    def count_from(self, index: int) -> int:
+        if not self.overlay:
+            return len(self.keys) - index
+        return sum(1 for k in self.keys[index:] if self.entry(k) is not None)
 
 
 class Store:
@@ -215,9 +266,14 @@ class Store:
         return keys[lo:hi]
 
     def snapshot(
-        self, state: ResourceState, at_rv: int | None, namespace: str | None, start: Key | None
-    ) -> Iterator[tuple[Key, Entry]]:
-        """Entries in key order from `start` (exclusive), as of `at_rv` (None: now)."""
+        self,
+        state: ResourceState,
+        at_rv: int | None,
+        namespace: str | None,
+        candidates: set[Key] | None = None,
+    ) -> Snapshot:
+        """The resource's keys in order as of `at_rv` (None: now), optionally only
+        `candidates` (from an index) and the objects that existed then."""
         overlay: dict[Key, Entry | None] = {}
         if at_rv is not None and at_rv < self.rv:
             if at_rv < state.list_floor:
@@ -226,19 +282,17 @@ class Store:
                 if change.rv <= at_rv:
                     break
                 overlay[change.key] = None if change.type == "ADDED" else change.prev
-        if overlay:
+        if candidates is not None:
+            keys = {k for k in candidates if namespace is None or k[0] == namespace}
+            keys.update(k for k in overlay if namespace is None or k[0] == namespace)
+            ordered = sorted(keys)
+        elif overlay:
             keys = set(self.keys_in(state, namespace))
             keys.update(k for k in overlay if namespace is None or k[0] == namespace)
             ordered = sorted(keys)
         else:
             ordered = self.keys_in(state, namespace)
-        begin = 0 if start is None else bisect.bisect_right(ordered, start)
-        objects = state.objects
-        for i in range(begin, len(ordered)):
-            key = ordered[i]
-            entry = overlay[key] if key in overlay else objects.get(key)
-            if entry is not None:
-                yield key, entry
+        return Snapshot(ordered, overlay, state.objects)
 
     def all_objects(self, kind: Kind, namespace: str | None = None) -> list[Entry]:
         state = self.state(kind)

@@ -208,3 +208,17 @@ async def test_events_written_through_events_k8s_io_are_core_events_too(apiserve
     core = await client.CoreV1Api(kube_api_client).read_namespaced_event("ev", "default")
     assert core.message == "launched a node" and core.involved_object.name == "nc"
     assert core.reporting_component == "karpy"
+
+
+async def test_node_name_index_follows_binding_and_deletion(apiserver, kube_api_client):
+    apiserver.store.create("pods", pod("a"))
+    apiserver.store.create("pods", pod("b", node="n1"))
+    v1 = client.CoreV1Api(kube_api_client)
+    unbound = await v1.list_pod_for_all_namespaces(field_selector="spec.nodeName=")
+    assert [p.metadata.name for p in unbound.items] == ["a"]
+    apiserver.store.bind("a", "n1")
+    on_n1 = await v1.list_namespaced_pod("default", field_selector="spec.nodeName=n1")
+    assert [p.metadata.name for p in on_n1.items] == ["a", "b"]
+    apiserver.store.delete("pods", "b", "default", grace_period_seconds=0)
+    on_n1 = await v1.list_namespaced_pod("default", field_selector="spec.nodeName=n1", limit=1)
+    assert [p.metadata.name for p in on_n1.items] == ["a"] and not on_n1.metadata._continue
