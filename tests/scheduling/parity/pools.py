@@ -47,6 +47,8 @@ def topology_pool(
     return f.nodepool(name, requirements=requirements, limits=limits, **options)
 
 
-def plain_pool(name: str | None = None, **options: Any) -> dict[str, Any]:
+def plain_pool(
+    name: str | None = None, *, limits: dict[str, str] | None = DEFAULT_LIMITS, **options: Any
+) -> dict[str, Any]:
     """A NodePool as the fake provider's factory makes it, with no requirements."""
-    return f.nodepool(name, limits=DEFAULT_LIMITS, **options)
+    return f.nodepool(name, limits=limits, **options)

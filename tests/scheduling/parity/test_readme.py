@@ -8,6 +8,7 @@ list the scheduler's authors read.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -16,13 +17,14 @@ REFERENCE = re.compile(r"`(test_\w+\.py)::(test_\w+)(?:\[([^\]]+)\])?`")
 NOT_PARITY = {"test_harness.py", "test_readme.py"}
 
 
-def _test_functions(module: Path) -> set[str]:
+@functools.cache
+def _test_functions(module: Path) -> frozenset[str]:
     tree = ast.parse(module.read_text())
-    return {
+    return frozenset(
         node.name
         for node in tree.body
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
-    }
+    )
 
 
 def test_every_reference_in_the_readme_names_an_existing_test() -> None:

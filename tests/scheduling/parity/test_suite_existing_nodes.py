@@ -122,7 +122,9 @@ def test_unbound_pods_reuse_the_node_launched_for_them() -> None:
     pool = suite_pool()
     in_flight = launched(pool, "small-instance-type")
     pods = f.unschedulable_pods(2, limits=TINY)
-    assert provision(pool, in_flight, pods).new_claims == []
+    done = provision(pool, in_flight, pods)
+    assert done.new_claims == []
+    assert done.node_names(pods) == {in_flight[1]["metadata"]["name"]}
 
 
 def test_extended_resources_zeroed_by_kubelet_fall_back_to_the_claim() -> None:
@@ -132,7 +134,9 @@ def test_extended_resources_zeroed_by_kubelet_fall_back_to_the_claim() -> None:
     node["status"]["capacity"] = {cat.GPU_VENDOR_A: "0"}
     node["status"]["allocatable"] = {cat.GPU_VENDOR_B: "0"}
     pods = f.unschedulable_pods(2, limits={"cpu": "10m", cat.GPU_VENDOR_A: "1"})
-    assert provision(pool, claim, node, pods).new_claims == []
+    done = provision(pool, claim, node, pods)
+    assert done.new_claims == []
+    assert done.node_names(pods) == {node["metadata"]["name"]}
 
 
 def test_self_affine_pods_follow_the_in_flight_node_zone() -> None:
@@ -143,4 +147,6 @@ def test_self_affine_pods_follow_the_in_flight_node_zone() -> None:
     pods = f.unschedulable_pods(
         2, labels=labels, pod_affinity=[f.pod_affinity_term(ZONE, match_labels=labels)]
     )
-    assert provision(pool, in_flight, pods).new_claims == []
+    done = provision(pool, in_flight, pods)
+    assert done.new_claims == []
+    assert done.node_names(pods) == {in_flight[1]["metadata"]["name"]}

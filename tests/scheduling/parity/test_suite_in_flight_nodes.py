@@ -274,6 +274,7 @@ def test_pending_pod_is_not_given_a_second_node_while_its_node_is_in_flight() ->
     pod = f.unschedulable_pod(limits=TINY)
     done = provision(pool, claim, node, pod)
     assert done.new_claims == []
+    assert done.node(pod).name == node["metadata"]["name"]
 
 
 def test_the_one_initialized_node_is_preferred_over_in_flight_claims() -> None:

@@ -51,6 +51,7 @@ def test_pods_sharing_one_claim_share_the_in_flight_node() -> None:
     pods = f.unschedulable_pods(100, pvcs=["my-claim"])
     done = provision(pool, claim, node, first, sc, pv, pvc, pods, catalog=ROOMY)
     assert done.new_claims == []
+    assert done.node_names(pods) == {node["metadata"]["name"]}
 
 
 def test_nfs_volumes_do_not_get_in_the_way() -> None:
@@ -65,6 +66,7 @@ def test_nfs_volumes_do_not_get_in_the_way() -> None:
     pods = f.unschedulable_pods(5, pvcs=["my-claim", "my-claim"])
     done = provision(pool, claim, node, first, pv, pvc, pods, catalog=ROOMY)
     assert done.new_claims == []
+    assert done.node_names(pods) == {node["metadata"]["name"]}
 
 
 def test_volume_zones_from_ored_node_selector_terms_are_all_usable() -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from tests import factories as f
 from tests.scheduling.parity import catalog as cat
 from tests.scheduling.parity.harness import (
@@ -143,6 +145,7 @@ def test_zonal_and_capacity_type_spreads_hold_together_over_rounds() -> None:
 ASSORTED_ROUNDS = range(1, 15)
 
 
+@pytest.mark.slow
 def test_three_spreads_hold_over_growing_batches() -> None:
     # It: Combined Hostname, Zonal, and Capacity Type Topology / should spread pods while respecting all constraints
     spreads = [
