@@ -297,3 +297,9 @@ def test_mixed_type_equality_of_known_types_does_not_compile():
 
 def test_dynamic_overload_mismatch_is_a_no_such_overload_error():
     assert cel_error("self.startsWith('a')", 5).startswith("no such overload")
+
+
+def test_membership_in_a_constant_string_list():
+    assert cel("self in ['a', 'b']", "b") is True
+    assert cel("self in ['a', 'b']", "c") is False
+    assert cel("self in ['a', 'b']", 1) is False

@@ -111,7 +111,7 @@ def _validate_resource(path: str, obj: dict[str, Any], errors: list[FieldError])
 
 
 def _walk(path: str, node: SchemaNode | None, value: Any, errors: list[FieldError]) -> None:
-    if node is None:
+    if node is None or not node.has_embedded:
         return
     if isinstance(value, dict):
         if node.embedded and path:

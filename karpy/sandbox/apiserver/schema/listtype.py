@@ -78,7 +78,7 @@ def _validate_map_list(path: str, node: SchemaNode, items: list[Any]) -> list[Fi
 
 
 def _walk(path: str, node: SchemaNode | None, value: Any, errors: list[FieldError]) -> None:
-    if node is None:
+    if node is None or not node.has_list_types:
         return
     if isinstance(value, list):
         if node.list_type == "set" and len(value) > 1:

@@ -84,6 +84,13 @@ class SchemaNode:
     has_rules: bool = False
     # True when the subtree holds defaults (lets defaulting skip default-free branches).
     has_defaults: bool = False
+    # True when the subtree holds an embedded resource or a set/map list, which have
+    # checks of their own.
+    has_embedded: bool = False
+    has_list_types: bool = False
+    # True when values in the subtree are already what CEL sees (no date-time, duration
+    # or byte strings, no numbers, no set/map lists), so rules can use them as they are.
+    cel_plain: bool = True
 
     @property
     def has_default(self) -> bool:
@@ -192,8 +199,17 @@ class _Builder:
 
         if spine:
             self.check_structural(node, raw, what)
-        node.has_defaults = node.has_default or any(
-            c.has_defaults for c in (*node.properties.values(), node.items, node.additional) if c
+        children = [c for c in (*node.properties.values(), node.items, node.additional) if c]
+        node.has_defaults = node.has_default or any(c.has_defaults for c in children)
+        node.has_embedded = node.embedded or any(c.has_embedded for c in children)
+        node.has_list_types = node.list_type in ("set", "map") or any(
+            c.has_list_types for c in children
+        )
+        node.cel_plain = (
+            node.format not in ("date-time", "date", "duration", "byte")
+            and node.type != "number"
+            and node.list_type not in ("set", "map")
+            and all(c.cel_plain for c in children)
         )
         return node
 

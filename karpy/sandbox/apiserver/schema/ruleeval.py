@@ -48,7 +48,7 @@ _MAX_MESSAGE_BYTES = 5 * 1024
 
 def _adapt(value: Any, node: SchemaNode | None) -> Any:
     """``value`` as CEL sees it at ``node`` (formats, number types, list semantics)."""
-    if node is None or value is None:
+    if node is None or value is None or node.cel_plain:
         return value
     if isinstance(value, str):
         fmt = node.format
@@ -93,6 +93,17 @@ class _RuleWalk:
     def __init__(self, old_object_present: bool) -> None:
         self.errors: list[FieldError] = []
         self.correlation = Correlation() if old_object_present else None
+        self._adapted: dict[tuple[int, int], Any] = {}
+
+    def adapt(self, value: Any, node: SchemaNode) -> Any:
+        """`_adapt`, once per value: rules at several depths share the conversion."""
+        if node.cel_plain or not isinstance(value, dict | list):
+            return _adapt(value, node)
+        key = (id(value), id(node))
+        found = self._adapted.get(key)
+        if found is None:
+            found = self._adapted[key] = _adapt(value, node)
+        return found
 
     def walk(
         self,
@@ -163,8 +174,8 @@ class _RuleWalk:
         self, node: SchemaNode, value: Any, path: str, old: Any, *, unchanged: bool, root: bool
     ) -> None:
         type_value = _type_value(node, root)
-        self_value = _adapt(value, node)
-        old_value = _adapt(old, node) if old is not MISSING and old is not None else MISSING
+        self_value = self.adapt(value, node)
+        old_value = self.adapt(old, node) if old is not MISSING and old is not None else MISSING
         for rule in node.rules:
             if rule.optional_old_self:
                 old_arg: Any = CelOptional(

@@ -223,8 +223,25 @@ class _Compiler:
         if symbol == "!=":
             return (lambda f: not cel_equal(left_fn(f), right_fn(f))), t.BOOL
         if symbol == "in":
-            return (lambda f: ops.contains(left_fn(f), right_fn(f))), t.BOOL
+            return self.membership(left_fn, right_fn), t.BOOL
         return (lambda f: ops.compare(symbol, left_fn(f), right_fn(f))), t.BOOL
+
+    @staticmethod
+    def membership(left_fn: Fn, right_fn: Fn) -> Fn:
+        """``x in list``; against a constant list of strings (Karpenter's label allow-lists)
+        a set lookup, since CEL equality between strings is plain equality."""
+        constant = getattr(right_fn, "cel_constant", None)
+        if isinstance(constant, list) and constant and all(isinstance(c, str) for c in constant):
+            strings = frozenset(constant)
+
+            def in_strings(frame: list[Any]) -> bool:
+                value = left_fn(frame)
+                if isinstance(value, str):
+                    return value in strings
+                return ops.contains(value, constant)
+
+            return in_strings
+        return lambda f: ops.contains(left_fn(f), right_fn(f))
 
     def check_relation(self, tree: Tree[Any], symbol: str, left: CelType, right: CelType) -> None:
         if left.is_dyn or right.is_dyn:
@@ -396,7 +413,7 @@ class _Compiler:
             "INT_LIT": t.INT, "UINT_LIT": t.UINT, "FLOAT_LIT": t.DOUBLE, "STRING_LIT": t.STRING,
             "MLSTRING_LIT": t.STRING, "BYTES_LIT": t.BYTES, "BOOL_LIT": t.BOOL, "NULL_LIT": t.NULL,
         }[token.type]  # fmt: skip
-        return (lambda f: value), kind
+        return _constant(value), kind
 
     def c_ident(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
         token = tree.children[0]
@@ -419,6 +436,8 @@ class _Compiler:
         fns = [fn for fn, _ in items]
         kinds = {str(kind) for _, kind in items}
         elem = items[0][1] if len(kinds) == 1 else t.DYN
+        if all(hasattr(fn, "cel_constant") for fn in fns):
+            return _constant([fn.cel_constant for fn in fns]), t.list_of(elem)
         return (lambda f: [fn(f) for fn in fns]), t.list_of(elem)
 
     def c_map_lit(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
@@ -495,6 +514,16 @@ class _Compiler:
             first, second = fns
             return (lambda f: impl(first(f), second(f))), result
         return (lambda f: impl(*[fn(f) for fn in fns])), result
+
+
+def _constant(value: Any) -> Fn:
+    """A closure returning ``value``, marked so that enclosing literals can fold."""
+
+    def constant(frame: list[Any]) -> Any:
+        return value
+
+    constant.cel_constant = value  # type: ignore[attr-defined]
+    return constant
 
 
 @functools.lru_cache(maxsize=1024)

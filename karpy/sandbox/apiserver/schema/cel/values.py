@@ -199,6 +199,9 @@ def cel_equal(left: Any, right: Any) -> bool:
     """CEL ``==``: heterogeneous (values of different types are unequal), numbers compare
     by value across int/uint/double, lists and maps element by element, and Kubernetes
     set/map lists regardless of order."""
+    kind = left.__class__
+    if kind is right.__class__ and (kind is str or kind is int):
+        return bool(left == right)
     if isinstance(left, bool) or isinstance(right, bool):
         return isinstance(left, bool) and isinstance(right, bool) and left == right
     left_number = _number(left)
