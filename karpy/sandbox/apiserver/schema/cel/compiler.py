@@ -436,8 +436,9 @@ class _Compiler:
         fns = [fn for fn, _ in items]
         kinds = {str(kind) for _, kind in items}
         elem = items[0][1] if len(kinds) == 1 else t.DYN
-        if all(hasattr(fn, "cel_constant") for fn in fns):
-            return _constant([fn.cel_constant for fn in fns]), t.list_of(elem)
+        constants = [getattr(fn, "cel_constant", _NOT_CONSTANT) for fn in fns]
+        if _NOT_CONSTANT not in constants:
+            return _constant(constants), t.list_of(elem)
         return (lambda f: [fn(f) for fn in fns]), t.list_of(elem)
 
     def c_map_lit(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
@@ -514,6 +515,9 @@ class _Compiler:
             first, second = fns
             return (lambda f: impl(first(f), second(f))), result
         return (lambda f: impl(*[fn(f) for fn in fns])), result
+
+
+_NOT_CONSTANT = object()
 
 
 def _constant(value: Any) -> Fn:
