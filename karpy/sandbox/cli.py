@@ -79,14 +79,14 @@ async def _serve(args: argparse.Namespace, banner: Callable[[Path], None]) -> in
         await server.start()
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
-    kubeconfig = args.kubeconfig or Path(tempfile.mkdtemp(prefix="karpy-sandbox-")) / "kubeconfig"
-    server.write_kubeconfig(kubeconfig)
-    banner(kubeconfig)
-    sys.stdout.flush()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    kubeconfig = args.kubeconfig or Path(tempfile.mkdtemp(prefix="karpy-sandbox-")) / "kubeconfig"
+    server.write_kubeconfig(kubeconfig)
+    banner(kubeconfig)
+    sys.stdout.flush()
     try:
         await stop.wait()
     finally:

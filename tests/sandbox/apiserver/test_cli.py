@@ -65,3 +65,30 @@ async def test_missing_crd_directory_is_a_usage_error(tmp_path):
     )
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 2 and b"no such file or directory" in err
+
+
+async def test_sandbox_run_prints_the_kubeconfig_and_a_kubectl_hint(tmp_path):
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "karpy",
+        "sandbox",
+        "run",
+        "--port",
+        "0",
+        "--kubeconfig",
+        str(tmp_path / "kc"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    try:
+        first = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().strip()
+        hint = (await asyncio.wait_for(proc.stdout.readline(), 5)).decode()
+        hint += (await asyncio.wait_for(proc.stdout.readline(), 5)).decode()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(proc.wait(), 15)
+    assert first == str(tmp_path / "kc")
+    assert f"kubectl --kubeconfig {tmp_path / 'kc'} get nodepools" in hint
+    assert code == 0

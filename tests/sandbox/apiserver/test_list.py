@@ -4,10 +4,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from kubernetes_asyncio import client
 
-from tests.sandbox.apiserver.helpers import call, configmap, pod, status_of
+from tests.sandbox.apiserver.helpers import call, configmap, pod, status_of, watch_lines
 
 CMS = "/api/v1/namespaces/default/configmaps"
 
@@ -222,3 +224,21 @@ async def test_node_name_index_follows_binding_and_deletion(apiserver, kube_api_
     apiserver.store.delete("pods", "b", "default", grace_period_seconds=0)
     on_n1 = await v1.list_namespaced_pod("default", field_selector="spec.nodeName=n1", limit=1)
     assert [p.metadata.name for p in on_n1.items] == ["a"] and not on_n1.metadata._continue
+
+
+@pytest.mark.parametrize("apiserver_options", [{"compaction_interval": 0.05}])
+async def test_periodic_compaction_expires_old_lists_but_keeps_the_watch_window(
+    apiserver, kube_api_client
+):
+    apiserver.store.create("configmaps", configmap("a"))
+    old = str(apiserver.store.resource_version)
+    apiserver.store.create("configmaps", configmap("b"))
+    await asyncio.sleep(0.3)
+    v1 = client.CoreV1Api(kube_api_client)
+    with pytest.raises(client.ApiException) as err:
+        await v1.list_namespaced_config_map(
+            "default", resource_version=old, resource_version_match="Exact"
+        )
+    assert err.value.status == 410
+    events = await watch_lines(kube_api_client, CMS, [("resourceVersion", old)], count=1)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "b")]

@@ -39,9 +39,7 @@ async def test_watch_from_a_version_replays_history_after_it(apiserver, kube_api
     apiserver.store.patch("configmaps", "a", {"data": {"k": "v"}}, "default")
     apiserver.store.create("configmaps", configmap("b"))
     apiserver.store.delete("configmaps", "a", "default")
-    events = await watch_lines(
-        kube_api_client, CMS, [("resourceVersion", mark), ("timeoutSeconds", "1")]
-    )
+    events = await watch_lines(kube_api_client, CMS, [("resourceVersion", mark)], count=3)
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
         ("MODIFIED", "a"),
         ("ADDED", "b"),
@@ -73,9 +71,7 @@ async def test_watch_older_than_the_history_window_expires(apiserver, kube_api_c
     events = await watch_lines(kube_api_client, CMS, [("resourceVersion", str(start))])
     assert events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 410
     recent = apiserver.store.resource_version - 2
-    events = await watch_lines(
-        kube_api_client, CMS, [("resourceVersion", str(recent)), ("timeoutSeconds", "1")]
-    )
+    events = await watch_lines(kube_api_client, CMS, [("resourceVersion", str(recent))], count=2)
     assert [e["type"] for e in events] == ["ADDED", "ADDED"]
 
 
@@ -150,7 +146,8 @@ async def test_selector_transitions_become_added_and_deleted(apiserver, kube_api
     events = await watch_lines(
         kube_api_client,
         CMS,
-        [("resourceVersion", rv), ("labelSelector", "team=x"), ("timeoutSeconds", "1")],
+        [("resourceVersion", rv), ("labelSelector", "team=x")],
+        count=3,
     )
     assert [e["type"] for e in events] == ["DELETED", "ADDED", "MODIFIED"]
     assert events[0]["object"]["metadata"]["labels"] == {"team": "x"}  # the previous object
@@ -159,12 +156,10 @@ async def test_selector_transitions_become_added_and_deleted(apiserver, kube_api
 async def test_named_watch_and_legacy_watch_path(apiserver, kube_api_client):
     apiserver.store.create("configmaps", configmap("a"))
     apiserver.store.create("configmaps", configmap("b"))
-    named = await watch_lines(
-        kube_api_client, CMS, [("fieldSelector", "metadata.name=b"), ("timeoutSeconds", "1")]
-    )
+    named = await watch_lines(kube_api_client, CMS, [("fieldSelector", "metadata.name=b")], count=1)
     assert [e["object"]["metadata"]["name"] for e in named] == ["b"]
     legacy = await watch_lines(
-        kube_api_client, "/api/v1/watch/namespaces/default/configmaps/a", [("timeoutSeconds", "1")]
+        kube_api_client, "/api/v1/watch/namespaces/default/configmaps/a", [], count=1
     )
     assert [e["object"]["metadata"]["name"] for e in legacy] == ["a"]
 
@@ -191,6 +186,7 @@ async def test_pod_watch_by_node_name_sees_binding(apiserver, kube_api_client):
     events = await watch_lines(
         kube_api_client,
         "/api/v1/pods",
-        [("resourceVersion", rv), ("fieldSelector", "spec.nodeName=n1"), ("timeoutSeconds", "1")],
+        [("resourceVersion", rv), ("fieldSelector", "spec.nodeName=n1")],
+        count=1,
     )
     assert [(e["type"], e["object"]["spec"]["nodeName"]) for e in events] == [("ADDED", "n1")]
