@@ -22,6 +22,7 @@ from karpy.apis.core import InvalidObject, ObjectMeta
 from karpy.apis.ec2nodeclass_schema import EC2NODECLASS, EC2NODECLASS_SCHEMA
 from karpy.apis.ec2nodeclass_status import EC2NodeClassStatus
 from karpy.apis.fielderrors import FieldError
+from karpy.apis.hashes import ec2nodeclass_hash
 from karpy.apis.records import Record, wire
 from karpy.apis.wire import KindModel, prepare
 from karpy.scheduling.quantity import parse_quantity
@@ -271,6 +272,11 @@ class EC2NodeClass(KindModel):
             return self.spec.ami_family
         alias = self.alias
         return alias[0] if alias is not None else "Custom"
+
+    def hash(self, ca_bundle: str | None = None) -> str:
+        """The ``karpenter.k8s.aws/ec2nodeclass-hash`` for drift detection, as Karpenter
+        computes it (annotation version `karpy.apis.hashes.EC2NODECLASS_HASH_VERSION`)."""
+        return ec2nodeclass_hash(self, ca_bundle)
 
     def validate_runtime(self) -> list[FieldError]:
         """The node class controller's tag check (tags Karpenter owns are refused)."""
