@@ -176,9 +176,12 @@ _SCHEMA = widget_schema(
         },
         items={"type": "array", "items": obj(key={"type": "string", "default": "k"})},
         labels={"type": "object", "additionalProperties": {"type": "string"}},
+        sealed={"type": "object", "additionalProperties": False},
     )
 )
-_KEYS = st.sampled_from(["name", "count", "nested", "items", "labels", "unknown", "extra", "key"])
+_KEYS = st.sampled_from(
+    ["name", "count", "nested", "items", "labels", "sealed", "unknown", "extra", "key"]
+)
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=3))
 _JSON = st.recursive(
     _SCALARS,
@@ -209,6 +212,8 @@ def test_pruning_leaves_no_undeclared_field(spec):
     found = widget(spec)
     _SCHEMA.prune(found)
     assert _undeclared_keys(found["spec"], _SCHEMA.root.properties["spec"]) == []
+    reported = [e.render() for e in _SCHEMA.validate(found, None)]
+    assert not [line for line in reported if "forbidden property" in line]
 
 
 @settings(max_examples=80, deadline=None)
