@@ -260,7 +260,9 @@ class CRDController:
         if change.prev is None or change.prev.obj.get("spec") != crd.get("spec"):
             registered = kind_from_crd(crd)
             self.api.registry.add(registered)
-            self.api.store.state(registered).kind = registered
+            state = self.api.store.state(registered)
+            state.kind = registered
+            state.indexes = {f: state.indexes.get(f, {}) for f in registered.indexed_fields}
         if crd["metadata"].get("deletionTimestamp"):
             name = crd["metadata"]["name"]
             if name not in self._cleanups:

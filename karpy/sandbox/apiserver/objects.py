@@ -398,7 +398,7 @@ class ObjectAPI:
             raise errors.unsupported_media_type(
                 patch_type, [patching.JSON_PATCH, patching.MERGE_PATCH, patching.APPLY_PATCH]
             )
-        ns = namespace or "" if kind.namespaced else ""
+        ns = (namespace or "") if kind.namespaced else ""
         prev = self.store.get_entry(kind, ns, name)
         if prev is None:
             raise errors.not_found(kind.group, kind.plural, name)

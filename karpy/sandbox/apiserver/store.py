@@ -178,6 +178,10 @@ class Store:
         self.rv = 0
         self._states: dict[tuple[str, str], ResourceState] = {}
         self.hooks: list[ChangeHook] = []
+        # Every served resource's watch window starts now (a CRD's when it is
+        # registered), so a resourceVersion from any list is a valid place to resume.
+        for kind in registry.all():
+            self.state(kind)
 
     # ------------------------------------------------------------------ states
 

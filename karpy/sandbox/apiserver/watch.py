@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 Encoder = Callable[[str, Obj, "bytes | None"], bytes]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+MAX_PENDING = 200_000  # queued events a slow watcher may have before it is closed
 
 
 def _default_encoder(view: View) -> Encoder:
@@ -105,6 +106,10 @@ class Watcher:
         if line is not None:
             self.pending.append(line)
             self.wake.set()
+            if len(self.pending) > MAX_PENDING:
+                # kube-apiserver ends a watch whose client cannot keep up rather than
+                # buffer without bound; the client re-lists or resumes.
+                self.close(abrupt=False)
 
     def push(self, line: bytes) -> None:
         self.pending.append(line)
@@ -152,8 +157,12 @@ def start_watch(
         requested = int(resource_version)
         if requested < state.watch_floor:
             return expired_event(requested, state.watch_floor)
-        replay = [c for c in state.changes if c.rv > requested]
-        for change in replay:
+        replay: list[Change] = []
+        for change in reversed(state.changes):
+            if change.rv <= requested:
+                break
+            replay.append(change)
+        for change in reversed(replay):
             line = watcher.event_for(change)
             if line is not None:
                 watcher.pending.append(line)

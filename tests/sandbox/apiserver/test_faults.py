@@ -144,3 +144,15 @@ async def test_http_controls_drive_faults_compaction_and_bookmarks(apiserver):
         async with session.get(apiserver.url + "/_emulator/requests") as resp:
             counts = orjson.loads(await resp.read())
         assert counts[f"GET {CMS}"] == 2
+
+
+async def test_abrupt_watch_drop_is_a_broken_stream_for_the_client(apiserver):
+    apiserver.store.create("configmaps", configmap("a"))
+    async with aiohttp.ClientSession() as session:
+        async with session.get(apiserver.url + CMS, params={"watch": "true"}) as resp:
+            first = await resp.content.readline()
+            assert first.startswith(b'{"type":"ADDED"')
+            assert apiserver.drop_watches(abrupt=True) == 1
+            with pytest.raises(aiohttp.ClientError):
+                while await resp.content.readline():
+                    pass
