@@ -231,3 +231,30 @@ def test_errors_at_prefixes_paths_for_the_crd():
         located.path
         == "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[count].type"
     )
+
+
+def test_invalid_schema_is_a_karpy_error_listing_every_problem():
+    from karpy.errors import KarpyError
+
+    with pytest.raises(KarpyError) as caught:
+        compile_schema(resource_schema(obj(a={}, b={"type": "integer", "minimum": "x"}, c={})))
+    assert isinstance(caught.value, InvalidSchema)
+    assert len(caught.value.errors) >= 2
+    assert "properties[a].type" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"type": "object", "properties": ["a"]},
+        {"type": "object", "required": "a", "properties": {}},
+        {"type": "string", "enum": "a"},
+        {"type": "string", "x-kubernetes-validations": ["self != ''"]},
+        {"type": "object", "properties": {"a": "string"}},
+        {"type": "string", "anyOf": {"type": "string"}},
+        {"type": "integer", "maximum": "ten"},
+    ],
+)
+def test_malformed_schemas_are_refused_not_crashed_on(spec):
+    with pytest.raises(InvalidSchema):
+        compile_schema(resource_schema(spec))

@@ -332,3 +332,20 @@ def test_root_rule_failures_have_a_nil_path():
     assert [e.render() for e in schema.validate(widget({"a": "x"}), None)] == [
         '<nil>: Invalid value: "object": bad name'
     ]
+
+
+def test_rules_below_atomic_lists_run_per_item_and_ratchet_with_the_whole_list():
+    item = obj(key=ruled({"type": "string"}, {"rule": "self != 'bad'", "message": "bad key"}))
+    schema = widget_schema(
+        obj(
+            requirements={"type": "array", "x-kubernetes-list-type": "atomic", "items": item},
+            note={"type": "string"},
+        )
+    )
+    spec: dict[str, Any] = {"requirements": [{"key": "ok"}, {"key": "bad"}]}
+    assert errors(schema, spec) == ['spec.requirements[1].key: Invalid value: "string": bad key']
+    assert errors(schema, {**spec, "note": "edited"}, old_spec=spec) == []
+    grown = {"requirements": [*spec["requirements"], {"key": "ok2"}]}
+    assert errors(schema, grown, old_spec=spec) == [
+        'spec.requirements[1].key: Invalid value: "string": bad key'
+    ]

@@ -100,8 +100,9 @@ class CompiledSchema:
     def __init__(self, openapi_v3_schema: Mapping[str, Any]) -> None:
         self.openapi_v3_schema = openapi_v3_schema
         root, errors = build_tree(openapi_v3_schema)
-        _check_defaults(root, errors)
-        compile_rules(root, errors)
+        if not errors:
+            _check_defaults(root, errors)
+            compile_rules(root, errors)
         if errors:
             raise InvalidSchema(errors)
         self.root = root

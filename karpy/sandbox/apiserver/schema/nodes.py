@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from karpy.apis.fielderrors import FieldError
+from karpy.sandbox.apiserver.schema.gofmt import shown
 from karpy.sandbox.apiserver.schema.regex import RegexError, compile_go_regex
 
 if TYPE_CHECKING:
@@ -104,51 +105,76 @@ class SchemaNode:
         return self.additional
 
 
-def _int(value: Any) -> int | None:
-    if value is None or isinstance(value, bool):
-        return None
-    return int(value)
-
-
-def _number(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    return value if isinstance(value, int) else float(value)
-
-
 class _Builder:
     def __init__(self) -> None:
         self.errors: list[FieldError] = []
 
+    def number(self, raw: Mapping[str, Any], key: str, path: str, *, integer: bool = False) -> Any:
+        """A numeric keyword (None if absent); a non-number is an error on the keyword."""
+        value = raw.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.errors.append(FieldError.invalid(f"{path}.{key}", value, "must be a number"))
+            return None
+        if integer:
+            if isinstance(value, float) and not value.is_integer():
+                self.errors.append(FieldError.invalid(f"{path}.{key}", value, "must be an integer"))
+                return None
+            return int(value)
+        return value
+
+    def listed(self, raw: Mapping[str, Any], key: str, path: str, kind: type) -> tuple[Any, ...]:
+        """A list-valued keyword whose entries must be of ``kind`` (bad entries dropped)."""
+        value = raw.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            self.errors.append(FieldError.invalid(f"{path}.{key}", shown(value), "must be a list"))
+            return ()
+        good = []
+        for index, entry in enumerate(value):
+            if isinstance(entry, kind):
+                good.append(entry)
+            else:
+                detail = "must be an object" if kind is dict else f"must be a {kind.__name__}"
+                self.errors.append(
+                    FieldError.invalid(f"{path}.{key}[{index}]", shown(entry), detail)
+                )
+        return tuple(good)
+
     def build(self, raw: Mapping[str, Any], path: str, *, spine: bool, what: str) -> SchemaNode:
         node = SchemaNode(path)
+        if not isinstance(raw, dict):
+            self.errors.append(FieldError.invalid(path, shown(raw), "must be a schema object"))
+            return node
         node.type = str(raw.get("type") or "")
         node.format = str(raw.get("format") or "")
         node.nullable = bool(raw.get("nullable", False))
         if raw.get("default") is not None:
             node.default = raw["default"]
         if raw.get("enum") is not None:
-            node.enum = tuple(raw["enum"])
-        node.required = tuple(raw.get("required") or ())
-        node.max_length = _int(raw.get("maxLength"))
-        node.min_length = _int(raw.get("minLength"))
-        node.max_items = _int(raw.get("maxItems"))
-        node.min_items = _int(raw.get("minItems"))
-        node.max_properties = _int(raw.get("maxProperties"))
-        node.min_properties = _int(raw.get("minProperties"))
-        node.maximum = _number(raw.get("maximum"))
-        node.minimum = _number(raw.get("minimum"))
+            node.enum = self.listed(raw, "enum", path, object)
+        node.required = self.listed(raw, "required", path, str)
+        node.max_length = self.number(raw, "maxLength", path, integer=True)
+        node.min_length = self.number(raw, "minLength", path, integer=True)
+        node.max_items = self.number(raw, "maxItems", path, integer=True)
+        node.min_items = self.number(raw, "minItems", path, integer=True)
+        node.max_properties = self.number(raw, "maxProperties", path, integer=True)
+        node.min_properties = self.number(raw, "minProperties", path, integer=True)
+        node.maximum = self.number(raw, "maximum", path)
+        node.minimum = self.number(raw, "minimum", path)
         node.exclusive_maximum = bool(raw.get("exclusiveMaximum", False))
         node.exclusive_minimum = bool(raw.get("exclusiveMinimum", False))
-        node.multiple_of = _number(raw.get("multipleOf"))
+        node.multiple_of = self.number(raw, "multipleOf", path)
         node.unique_items = bool(raw.get("uniqueItems", False))
         node.preserve_unknown = bool(raw.get("x-kubernetes-preserve-unknown-fields", False))
         node.embedded = bool(raw.get("x-kubernetes-embedded-resource", False))
         node.int_or_string = bool(raw.get("x-kubernetes-int-or-string", False))
         node.list_type = raw.get("x-kubernetes-list-type")
-        node.list_map_keys = tuple(raw.get("x-kubernetes-list-map-keys") or ())
+        node.list_map_keys = self.listed(raw, "x-kubernetes-list-map-keys", path, str)
         node.map_type = raw.get("x-kubernetes-map-type")
-        node.raw_rules = tuple(raw.get("x-kubernetes-validations") or ())
+        node.raw_rules = self.listed(raw, "x-kubernetes-validations", path, dict)
         node.types = (
             ("integer", "string") if node.int_or_string else ((node.type,) if node.type else ())
         )
@@ -166,7 +192,13 @@ class _Builder:
                     )
                 )
 
-        for name, child in (raw.get("properties") or {}).items():
+        properties = raw.get("properties") or {}
+        if not isinstance(properties, dict):
+            self.errors.append(
+                FieldError.invalid(f"{path}.properties", shown(properties), "must be an object")
+            )
+            properties = {}
+        for name, child in properties.items():
             node.properties[name] = self.build(
                 child, f"{path}.properties[{name}]", spine=spine, what="object fields"
             )
@@ -189,7 +221,7 @@ class _Builder:
         for keyword in ("allOf", "anyOf", "oneOf"):
             branches = tuple(
                 self.build(b, f"{path}.{keyword}[{i}]", spine=False, what="")
-                for i, b in enumerate(raw.get(keyword) or ())
+                for i, b in enumerate(self.listed(raw, keyword, path, dict))
             )
             setattr(
                 node, {"allOf": "all_of", "anyOf": "any_of", "oneOf": "one_of"}[keyword], branches
