@@ -30,6 +30,7 @@ from karpy.sandbox.apiserver.schema.cel import types as t
 from karpy.sandbox.apiserver.schema.cel.library import FUNCTIONS, Function
 from karpy.sandbox.apiserver.schema.cel.literals import LiteralError, decode_literal
 from karpy.sandbox.apiserver.schema.cel.macros import compile_comprehension, compile_has
+from karpy.sandbox.apiserver.schema.cel.signatures import arithmetic_result, relation_accepts
 from karpy.sandbox.apiserver.schema.cel.syntax import literal_string, position, unwrap_ident
 from karpy.sandbox.apiserver.schema.cel.types import display
 from karpy.sandbox.apiserver.schema.cel.values import (
@@ -65,9 +66,6 @@ _TYPE_NAMES = (
     "type",
 )
 _REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
-_ORDERED = frozenset({"int", "uint", "double", "string", "bytes", "bool", "duration", "timestamp"})
-_NUMERIC = frozenset({"int", "uint", "double"})
-_PRIMITIVE = _ORDERED
 
 
 class CelCompileError(ValueError):
@@ -244,22 +242,9 @@ class _Compiler:
         return lambda f: ops.contains(left_fn(f), right_fn(f))
 
     def check_relation(self, tree: Tree[Any], symbol: str, left: CelType, right: CelType) -> None:
-        if left.is_dyn or right.is_dyn:
-            return
-        name = {"in": "@in"}.get(symbol, f"_{symbol}_")
-        failure = self.no_overload(tree, name, left, right)
-        if symbol == "in":
-            if right.kind not in ("list", "map"):
-                raise failure
-            return
-        if symbol in ("==", "!="):
-            if left.kind in _PRIMITIVE and right.kind in _PRIMITIVE and left.kind != right.kind:
-                raise failure
-            return
-        if left.kind in _NUMERIC and right.kind in _NUMERIC:
-            return
-        if left.kind not in _ORDERED or left.kind != right.kind:
-            raise failure
+        if not relation_accepts(symbol, left, right):
+            name = {"in": "@in"}.get(symbol, f"_{symbol}_")
+            raise self.no_overload(tree, name, left, right)
 
     # --- arithmetic ----------------------------------------------------------------------
 
@@ -284,32 +269,9 @@ class _Compiler:
     def arithmetic_type(
         self, tree: Tree[Any], symbol: str, left: CelType, right: CelType
     ) -> CelType:
-        if left.is_dyn or right.is_dyn:
-            return t.DYN
-        kinds = (left.kind, right.kind)
-        allowed: dict[tuple[str, str], CelType] = {}
-        for numeric in ("int", "uint", "double"):
-            allowed[(numeric, numeric)] = left
-        if symbol == "%":
-            allowed.pop(("double", "double"))
-        if symbol == "+":
-            allowed.update({
-                ("string", "string"): t.STRING, ("bytes", "bytes"): t.BYTES,
-                ("list", "list"): left, ("duration", "duration"): t.DURATION,
-                ("timestamp", "duration"): t.TIMESTAMP, ("duration", "timestamp"): t.TIMESTAMP,
-            })  # fmt: skip
-        if symbol == "-":
-            allowed.update({
-                ("duration", "duration"): t.DURATION, ("timestamp", "timestamp"): t.DURATION,
-                ("timestamp", "duration"): t.TIMESTAMP,
-            })  # fmt: skip
-        result = allowed.get(kinds)
+        result = arithmetic_result(symbol, left, right)
         if result is None:
-            raise self.error(
-                tree,
-                f"found no matching overload for '_{symbol}_' applied to "
-                f"'({display(left)}, {display(right)})'",
-            )
+            raise self.no_overload(tree, f"_{symbol}_", left, right)
         return result
 
     def c_unary(self, tree: Tree[Any]) -> tuple[Fn, CelType]:
