@@ -102,9 +102,10 @@ def _requirement(value: Any, path: str) -> Requirement:
     if operator not in SUPPORTED_OPERATORS:
         raise _fail(f"{path}.operator", f"unsupported operator {operator!r}")
     values = [str(v) for v in _list(data.get("values"), f"{path}.values")]
-    if operator in ("Gt", "Lt", "Gte", "Lte"):
-        if len(values) != 1 or not values[0].lstrip("-").isdigit():
-            raise _fail(f"{path}.values", f"operator {operator} needs one integer value")
+    if operator in ("Gt", "Lt", "Gte", "Lte") and (
+        len(values) != 1 or not values[0].lstrip("-").isdigit()
+    ):
+        raise _fail(f"{path}.values", f"operator {operator} needs one integer value")
     return Requirement.new(str(data["key"]), operator, values)
 
 

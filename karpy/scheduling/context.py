@@ -68,7 +68,8 @@ def mark_unavailable(
     if not unavailable:
         return tuple(instance_types)
     out = []
-    for it in instance_types:
+    for original in instance_types:
+        it = original
         if any(
             (it.name, o.zone, o.capacity_type) in unavailable for o in it.offerings if o.available
         ):

@@ -139,5 +139,7 @@ def existing_node_daemon_overhead(
     if not compatible:
         return {}
     total = merge(*(p.requests for p in compatible))
-    remaining = subtract(merge(total, dict.fromkeys(bound_daemon_requests, 0)), bound_daemon_requests)
+    remaining = subtract(
+        merge(total, dict.fromkeys(bound_daemon_requests, 0)), bound_daemon_requests
+    )
     return clamp_negative(remaining)

@@ -92,9 +92,10 @@ class ExistingNode:
         if not isinstance(merged, Requirements):
             return Rejection(REQUIREMENTS, merged)
         last: Rejection | None = None
-        for volume in shape.volume_alternatives or (None,):
+        for alternative in shape.volume_alternatives or (None,):
             reqs = merged
-            if volume is not None:
+            if alternative is not None:
+                volume = alternative
                 host = volume.find(LABEL_HOSTNAME)
                 if host is not None:
                     if not host.has(self.hostname):

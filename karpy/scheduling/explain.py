@@ -26,6 +26,7 @@ from karpy.scheduling.nodeclaim import (
     TAINTS,
     TOPOLOGY,
     VOLUMES,
+    NewNodeClaim,
     Plan,
     Rejection,
 )
@@ -39,7 +40,6 @@ from karpy.scheduling.topology import TopologyFailure
 if TYPE_CHECKING:
     from karpy.scheduling.context import PoolCandidates
     from karpy.scheduling.index import InstanceTypeIndex
-    from karpy.scheduling.nodeclaim import NewNodeClaim
     from karpy.scheduling.shapes import PodShape
     from karpy.scheduling.solver import Scheduler
 
@@ -130,14 +130,7 @@ class Explainer:
         claim = scheduler.fresh_claim(pool)
         if isinstance(claim, Rejection):
             return PoolReason(name, "limits", str(claim.detail))
-        result = claim.can_add(
-            shape,
-            algebra=scheduler.algebra,
-            topology=scheduler.topology,
-            index=scheduler.context.index,
-            well_known=scheduler.well_known,
-            relax_min_values=scheduler.relax_min_values,
-        )
+        result = self._try(claim, shape)
         if isinstance(result, Plan):
             return PoolReason(
                 name,
@@ -145,7 +138,22 @@ class Explainer:
                 "a new node would fit now, but not when the pod was tried (it depends on "
                 "other pods placed in this round)",
             )
+        if result.kind in (RESOURCES, INSTANCE_TYPES, MIN_VALUES) and claim.options != pool.options:
+            unlimited = NewNodeClaim(pool, pool.options, claim.daemon_groups, -1)
+            if isinstance(self._try(unlimited, shape), Plan):
+                return PoolReason(name, "limits", scheduler.limits.describe(pool))
         return PoolReason(name, result.kind, self._message(result, claim, shape))
+
+    def _try(self, claim: NewNodeClaim, shape: PodShape) -> Plan | Rejection:
+        scheduler = self._scheduler
+        return claim.can_add(
+            shape,
+            algebra=scheduler.algebra,
+            topology=scheduler.topology,
+            index=scheduler.context.index,
+            well_known=scheduler.well_known,
+            relax_min_values=scheduler.relax_min_values,
+        )
 
     def _message(self, rejection: Rejection, claim: NewNodeClaim, shape: PodShape) -> str:
         detail = rejection.detail
@@ -202,7 +210,11 @@ class Explainer:
                         f"minValues requirement is not met for label {key} "
                         f"({have} of {req.min_values} values)"
                     )
-        return f"no instance type satisfies requirements, resources and offerings together ({render_resources(requests)})"
+        together = render_resources(requests)
+        return (
+            "no instance type satisfies requirements, resources and offerings "
+            f"together ({together})"
+        )
 
 
 def _count(mask: int) -> int:
@@ -244,9 +256,8 @@ def _resources_message(index: InstanceTypeIndex, mask: int, requests: dict[str, 
         )
         if score > best_score:
             best, best_score = it, score
-    closest = (
-        f" (closest: {best.name}, {render_resources({k: best.allocatable.get(k, 0) for k in requests})} allocatable)"
-        if best is not None
-        else ""
-    )
+    closest = ""
+    if best is not None:
+        offered = render_resources({k: best.allocatable.get(k, 0) for k in requests})
+        closest = f" (closest: {best.name}, {offered} allocatable)"
     return f"no instance type has {render_resources(requests)} after overhead{closest}"

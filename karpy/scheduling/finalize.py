@@ -93,7 +93,9 @@ def finalize_claims(
         label_key: LabelKey = (id(reqs), index.position(instance_type), offering)
         labels = labels_memo.get(label_key)
         if labels is None:
-            labels = labels_memo[label_key] = _labels(scheduler, claim, reqs, instance_type, offering)
+            labels = labels_memo[label_key] = _labels(
+                scheduler, claim, reqs, instance_type, offering
+            )
         plans.append(
             NodeClaimPlan(
                 name=name,
@@ -125,7 +127,9 @@ def _next_name(nodepool: str, sequence: dict[str, int], taken: set[str]) -> str:
             return name
 
 
-def _cheapest(reqs: Requirements, types: list[InstanceType]) -> tuple[InstanceType, Offering] | None:
+def _cheapest(
+    reqs: Requirements, types: list[InstanceType]
+) -> tuple[InstanceType, Offering] | None:
     best: tuple[InstanceType, Offering] | None = None
     best_key: tuple[float, int, str, str] | None = None
     for it in types:

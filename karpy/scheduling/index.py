@@ -351,8 +351,8 @@ class InstanceTypeIndex:
         out: list[InstanceType] = []
         lowest: float | None = None
         order = self._price_order(requirements)
-        positions = iter_bits(mask) if order.monotone else (
-            i for i in order.positions if mask >> i & 1
+        positions = (
+            iter_bits(mask) if order.monotone else (i for i in order.positions if mask >> i & 1)
         )
         for i in positions:
             price = order.prices.get(i)

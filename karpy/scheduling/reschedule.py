@@ -43,9 +43,9 @@ def pdb_from_dict(data: Mapping[str, Any]) -> DisruptionBudget:
     spec = data.get("spec") or {}
     max_unavailable = spec.get("maxUnavailable")
     min_available = spec.get("minAvailable")
-    blocking = (
-        max_unavailable == 0 or max_unavailable == "0%" or min_available == "100%"
-    ) and not isinstance(max_unavailable, bool)
+    blocking = (max_unavailable in (0, "0%") or min_available == "100%") and not isinstance(
+        max_unavailable, bool
+    )
     return DisruptionBudget(
         namespace=str(meta.get("namespace") or "default"),
         name=str(meta.get("name", "")),

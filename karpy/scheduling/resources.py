@@ -71,7 +71,7 @@ def fits(candidate: Mapping[str, int], total: Mapping[str, int]) -> bool:
     for value in total.values():
         if value < 0:
             return False
-    for name, value in candidate.items():
+    for name, value in candidate.items():  # noqa: SIM110 - hot path
         if value > total.get(name, 0):
             return False
     return True

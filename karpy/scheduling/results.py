@@ -61,7 +61,9 @@ class NodeClaimPlan:
 
     def instance_type_options(self) -> list[tuple[InstanceType, float]]:
         """Every option with its cheapest compatible available price, cheapest first."""
-        return [(it, price) for price, it in self.index.order_by_price(self.options, self.requirements)]
+        return [
+            (it, price) for price, it in self.index.order_by_price(self.options, self.requirements)
+        ]
 
     def launch_requirements(self) -> Requirements:
         """The NodeClaim's requirements: the plan's plus its instance types and capacity types."""
@@ -94,10 +96,10 @@ class PoolReason:
 
     def render(self, single: bool) -> str:
         if self.kind in ("taints", "requirements"):
-            return f"incompatible with nodepool {self.nodepool!r}: {self.message}"
+            return f'incompatible with nodepool "{self.nodepool}": {self.message}'
         if single:
             return self.message
-        return f"nodepool {self.nodepool!r}: {self.message}"
+        return f'nodepool "{self.nodepool}": {self.message}'
 
 
 @attrs.frozen(slots=True)

@@ -77,7 +77,7 @@ class ClusterSnapshot:
     bound_pods: tuple[Pod, ...] = ()  # pods with spec.nodeName
     daemonset_pods: tuple[Pod, ...] = ()  # one pod per DaemonSet, from its template
     namespaces: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)  # name -> labels
-    volumes: VolumeCatalog = VolumeCatalog()
+    volumes: VolumeCatalog = attrs.field(factory=VolumeCatalog)
 
 
 class Scheduler:
@@ -190,8 +190,9 @@ class Scheduler:
                 failed[id(pod)] = pod
                 queue.push(pod)
         explainer = Explainer(self)
-        for pod in failed.values():
-            unschedulable.append(Unschedulable(pod, explainer.explain(shape_of[id(pod)])))
+        unschedulable.extend(
+            Unschedulable(pod, explainer.explain(shape_of[id(pod)])) for pod in failed.values()
+        )
         claims, truncated = finalize_claims(self, self.claims)
         for pod, reason in truncated:
             unschedulable.append(Unschedulable(pod, reason))

@@ -145,9 +145,7 @@ class _SelectionIndex:
         by_anchor = self._by_anchor
         if by_anchor:
             for item in labels.items():
-                for group in by_anchor.get(item, ()):
-                    if group.selects(namespace, labels):
-                        found.append(group)
+                found.extend(g for g in by_anchor.get(item, ()) if g.selects(namespace, labels))
         return found
 
 

@@ -66,9 +66,12 @@ class TopologyNodeFilter:
         requirements: Requirements,
         allow_undefined: frozenset[str] = frozenset(),
     ) -> bool:
-        if self.affinity_policy == HONOR and self.terms:
-            if not any(requirements.compatible(t, allow_undefined) is None for t in self.terms):
-                return False
+        if (
+            self.affinity_policy == HONOR
+            and self.terms
+            and not any(requirements.compatible(t, allow_undefined) is None for t in self.terms)
+        ):
+            return False
         return not (self.taint_policy == HONOR and not tolerates_all(taints, self.tolerations))
 
 
@@ -93,7 +96,7 @@ class TopologyGroup:
         "selector",
     )
 
-    def __init__(
+    def __init__(  # noqa: PLR0917 - a group is its key fields; call sites read positionally
         self,
         kind: str,
         key: str,

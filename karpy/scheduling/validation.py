@@ -88,9 +88,8 @@ def requirement_problem(
         and not known.intersection(values)
     ):
         return f"no valid values in {list(values)} for {key}, expected one of {sorted(known)}"
-    if operator in (GT, LT, GTE, LTE):
-        if len(values) != 1 or not values[0].isdigit():
-            return f"key {key} with operator {operator} must have a single positive integer value"
+    if operator in (GT, LT, GTE, LTE) and (len(values) != 1 or not values[0].isdigit()):
+        return f"key {key} with operator {operator} must have a single positive integer value"
     return None
 
 

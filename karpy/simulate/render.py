@@ -16,7 +16,7 @@ import yaml
 from karpy.scheduling.resources import format_resources
 
 if TYPE_CHECKING:
-    from karpy.scheduling.results import Results
+    from karpy.scheduling.results import NodeClaimPlan, Results
 
 __all__ = ["render_json", "render_table", "render_yaml", "to_document"]
 
@@ -25,24 +25,24 @@ def _price(value: float) -> float:
     return round(value, 10)
 
 
+def _claim(plan: NodeClaimPlan) -> dict[str, Any]:
+    return {
+        "name": plan.name,
+        "nodePool": plan.nodepool,
+        "instanceType": plan.instance_type.name,
+        "zone": plan.offering.zone,
+        "capacityType": plan.offering.capacity_type,
+        "price": _price(plan.offering.price),
+        "instanceTypeOptions": [it.name for it, _ in plan.instance_type_options()],
+        "labels": dict(sorted(plan.labels.items())),
+        "requests": format_resources(plan.requests),
+        "pods": sorted(p.key for p in plan.pods),
+    }
+
+
 def to_document(results: Results, *, seconds: float | None = None) -> dict[str, Any]:
     """The ``-o json`` document."""
-    claims = []
-    for plan in results.new_nodeclaims:
-        claims.append(
-            {
-                "name": plan.name,
-                "nodePool": plan.nodepool,
-                "instanceType": plan.instance_type.name,
-                "zone": plan.offering.zone,
-                "capacityType": plan.offering.capacity_type,
-                "price": _price(plan.offering.price),
-                "instanceTypeOptions": [it.name for it, _ in plan.instance_type_options()],
-                "labels": dict(sorted(plan.labels.items())),
-                "requests": format_resources(plan.requests),
-                "pods": sorted(p.key for p in plan.pods),
-            }
-        )
+    claims = [_claim(plan) for plan in results.new_nodeclaims]
     existing = [
         {"name": n.name, "pods": sorted(p.key for p in n.pods)}
         for n in sorted(results.existing_nodes, key=lambda n: n.name)
@@ -97,19 +97,19 @@ def render_table(document: dict[str, Any]) -> str:
                 "OPTIONS",
             ]
         ]
-        for c in claims:
-            rows.append(
-                [
-                    c["name"],
-                    c["nodePool"],
-                    c["instanceType"],
-                    c["zone"],
-                    c["capacityType"],
-                    f"{c['price']:.4f}",
-                    str(len(c["pods"])),
-                    str(len(c["instanceTypeOptions"])),
-                ]
-            )
+        rows.extend(
+            [
+                c["name"],
+                c["nodePool"],
+                c["instanceType"],
+                c["zone"],
+                c["capacityType"],
+                f"{c['price']:.4f}",
+                str(len(c["pods"])),
+                str(len(c["instanceTypeOptions"])),
+            ]
+            for c in claims
+        )
         lines += _table(rows)
     else:
         lines.append("No new nodes needed.")

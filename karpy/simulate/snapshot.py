@@ -150,9 +150,14 @@ def build_input(
 ) -> SimulationInput:
     """Parse ``objects`` and ``catalog`` into one round's scheduler inputs."""
     by_kind: dict[str, list[Mapping[str, Any]]] = {k: [] for k in KINDS}
+    seen: set[str] = set()
     for obj in objects:
         kind = obj.get("kind")
         if kind in by_kind:
+            ref = object_ref(obj)
+            if ref in seen:
+                raise SnapshotError(ref, "appears more than once in the snapshot")
+            seen.add(ref)
             by_kind[str(kind)].append(obj)
     try:
         parsed_catalog: Catalog = parse_catalog(catalog)

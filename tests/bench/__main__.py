@@ -19,9 +19,7 @@ def main(argv: list[str]) -> int:
     results_dir.mkdir(parents=True, exist_ok=True)
     wanted = set(argv)
     names = sorted(
-        m.name
-        for m in pkgutil.iter_modules(tests.bench.__path__)
-        if m.name.startswith("bench_")
+        m.name for m in pkgutil.iter_modules(tests.bench.__path__) if m.name.startswith("bench_")
     )
     for name in names:
         if wanted and name not in wanted and name.removeprefix("bench_") not in wanted:

@@ -97,7 +97,11 @@ def nodepool() -> dict[str, Any]:
             "template": {
                 "metadata": {"labels": {"testing/cluster": "unspecified"}},
                 "spec": {
-                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                    "nodeClassRef": {
+                        "group": "karpenter.k8s.aws",
+                        "kind": "EC2NodeClass",
+                        "name": "default",
+                    },
                     "requirements": [],
                 },
             },
@@ -186,12 +190,20 @@ class Workload:
             },
             "podAntiAffinity": {
                 "preferredDuringSchedulingIgnoredDuringExecution": [
-                    {"weight": 10, "podAffinityTerm": {"labelSelector": selector, "topologyKey": ZONE}},
-                    {"weight": 1, "podAffinityTerm": {"labelSelector": selector, "topologyKey": HOSTNAME}},
+                    {
+                        "weight": 10,
+                        "podAffinityTerm": {"labelSelector": selector, "topologyKey": ZONE},
+                    },
+                    {
+                        "weight": 1,
+                        "podAffinityTerm": {"labelSelector": selector, "topologyKey": HOSTNAME},
+                    },
                 ]
             },
         }
-        return [self._pod({"app": "nginx"}, dict(requests), affinity=affinity) for _ in range(count)]
+        return [
+            self._pod({"app": "nginx"}, dict(requests), affinity=affinity) for _ in range(count)
+        ]
 
 
 # -- one case, in this process -----------------------------------------------------------

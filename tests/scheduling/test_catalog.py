@@ -1,0 +1,66 @@
+"""The instance-type catalog format."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from karpy.scheduling.catalog import CatalogError, parse_catalog
+
+
+def entry(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "name": "m5.large",
+        "capacity": {"cpu": "2", "memory": "8Gi", "pods": "29"},
+        "overhead": {"cpu": "70m", "memory": "1Gi"},
+        "labels": {"kubernetes.io/arch": "amd64"},
+        "requirements": [
+            {"key": "kubernetes.io/os", "operator": "In", "values": ["linux", "windows"]}
+        ],
+        "offerings": [
+            {"zone": "a", "capacityType": "spot", "price": 0.03},
+            {"zone": "b", "capacityType": "on-demand", "price": 0.096, "available": False},
+        ],
+    }
+    base.update(overrides)
+    return base
+
+
+def test_an_entry_becomes_an_instance_type_with_allocatable() -> None:
+    (it,) = parse_catalog({"instanceTypes": [entry()]}).instance_types
+    assert it.allocatable == {"cpu": 1930, "memory": 7 * 2**30 * 1000, "pods": 29000}
+    assert it.requirements.get("node.kubernetes.io/instance-type").values == {"m5.large"}
+    assert it.requirements.get("kubernetes.io/os").values == {"linux", "windows"}
+    # zones and capacity types come from the available offerings only
+    assert it.requirements.get("topology.kubernetes.io/zone").values == {"a"}
+    assert it.requirements.get("karpenter.sh/capacity-type").values == {"spot"}
+
+
+def test_well_known_labels_are_read() -> None:
+    catalog = parse_catalog({"wellKnownLabels": ["size"], "instanceTypes": []})
+    assert catalog.well_known_labels == {"size"}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "path"),
+    [
+        ({"name": ""}, r"instanceTypes\[0\].name"),
+        ({"capacity": {"cpu": "two"}}, r"instanceTypes\[0\].capacity.cpu"),
+        ({"offerings": [{"zone": "a", "capacityType": "spot"}]}, r"offerings\[0\].price"),
+        (
+            {"offerings": [{"zone": "a", "capacityType": "spot", "price": "x"}]},
+            r"price: must be a number",
+        ),
+        ({"requirements": [{"key": "k", "operator": "Near"}]}, r"requirements\[0\].operator"),
+        ({"requirements": [{"key": "k", "operator": "Gt", "values": ["a"]}]}, r"one integer value"),
+    ],
+)
+def test_errors_name_the_field(overrides: dict[str, Any], path: str) -> None:
+    with pytest.raises(CatalogError, match=path):
+        parse_catalog({"instanceTypes": [entry(**overrides)]})
+
+
+def test_duplicate_names_are_rejected() -> None:
+    with pytest.raises(CatalogError, match="duplicate"):
+        parse_catalog({"instanceTypes": [entry(), entry()]})

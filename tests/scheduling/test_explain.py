@@ -1,0 +1,72 @@
+"""One concise reason per unschedulable pod, naming the first constraint that failed."""
+
+from __future__ import annotations
+
+from tests import factories as f
+from tests.scheduling.scenario import ZONE, Round, catalog, entry
+
+GPU_POOL = f.nodepool(
+    "gpu", requirements=[f.nodepool_requirement("karpenter.k8s.aws/instance-family", "In", ["g5"])]
+)
+TYPES = catalog(
+    entry("g5.xlarge", 4, 16, labels={"karpenter.k8s.aws/instance-family": "g5"}),
+    entry("r5a.8xlarge", 32, 256, labels={"karpenter.k8s.aws/instance-family": "r5a"}),
+)
+
+
+def test_a_requirement_conflict_names_the_pool_and_the_values_it_allows() -> None:
+    pod = f.pod("p", node_selector={"karpenter.k8s.aws/instance-family": "p5"})
+    done = Round(GPU_POOL, pod, types=TYPES)
+    assert done.reason(pod) == (
+        'incompatible with nodepool "gpu": '
+        "node selector karpenter.k8s.aws/instance-family=p5 not in [g5]"
+    )
+
+
+def test_a_resource_misfit_names_the_largest_instance_type() -> None:
+    pod = f.pod("big", requests={"memory": "300Gi"})
+    done = Round(pod, types=TYPES)
+    assert done.reason(pod) == (
+        "no instance type has 300Gi memory after overhead "
+        "(largest: r5a.8xlarge, 262044Mi allocatable)"
+    )
+
+
+def test_an_undefined_label_is_explained() -> None:
+    pod = f.pod("p", node_selector={"team": "search"})
+    reason = Round(pod).reason(pod) or ""
+    assert reason.startswith(
+        'incompatible with nodepool "default": node selector requires label team'
+    )
+
+
+def test_an_untolerated_taint_is_named() -> None:
+    pool = f.nodepool("infra", taints=[f.taint("dedicated", "infra")])
+    pod = f.pod("p")
+    assert Round(pool, pod).reason(pod) == (
+        'incompatible with nodepool "infra": did not tolerate taint dedicated=infra:NoSchedule'
+    )
+
+
+def test_each_pool_gets_its_own_reason() -> None:
+    infra = f.nodepool("infra", taints=[f.taint("dedicated", "infra")])
+    pod = f.pod("p", node_selector={"karpenter.k8s.aws/instance-family": "p5"})
+    reason = Round(infra, GPU_POOL, pod, types=TYPES).reason(pod) or ""
+    assert reason.count("incompatible with nodepool") == 2
+    assert reason.index('"gpu"') < reason.index('"infra"')
+
+
+def test_a_missing_zone_offering_is_explained() -> None:
+    pod = f.pod("p", node_selector={ZONE: "zone-z"})
+    assert "zone-z" in (Round(pod).reason(pod) or "")
+
+
+def test_ignored_pods_say_why() -> None:
+    pod = f.pod("p", node_selector={"kubernetes.io/hostname": "n1"})
+    assert (Round(pod).reason(pod) or "").startswith("ignored by karpenter: invalid node selector")
+
+
+def test_no_nodepools_is_explained() -> None:
+    pod = f.pod("p")
+    done = Round(f.nodepool("down", ready=False), pod)
+    assert done.reason(pod) == "no ready nodepools"

@@ -1,0 +1,82 @@
+"""How one topology group turns counts into allowed domains."""
+
+from __future__ import annotations
+
+from karpy.scheduling.requirements import Requirement
+from karpy.scheduling.selectors import selector_from_dict
+from karpy.scheduling.topologygroup import (
+    AFFINITY,
+    ANTI_AFFINITY,
+    EMPTY_FILTER,
+    MAX_SKEW_UNBOUNDED,
+    SPREAD,
+    TopologyGroup,
+)
+
+ZONE = "topology.kubernetes.io/zone"
+ANY = Requirement.exists(ZONE)
+SELECTOR = selector_from_dict({"matchLabels": {"app": "web"}})
+
+
+def group(
+    kind: str, key: str = ZONE, skew: int = 1, min_domains: int | None = None
+) -> TopologyGroup:
+    skew = skew if kind == SPREAD else MAX_SKEW_UNBOUNDED
+    return TopologyGroup(
+        kind,
+        key,
+        SELECTOR,
+        frozenset({"default"}),
+        skew,
+        min_domains,
+        EMPTY_FILTER,
+        ["a", "b", "c"],
+    )
+
+
+def test_spread_picks_the_emptiest_domain_within_skew() -> None:
+    spread = group(SPREAD)
+    spread.record("a")
+    assert spread.next_domains(True, ANY, ANY) == Requirement.in_values(ZONE, "b")
+
+
+def test_spread_refuses_domains_that_would_exceed_the_skew() -> None:
+    spread = group(SPREAD)
+    spread.record("a")
+    only_a = Requirement.in_values(ZONE, "a")
+    assert not spread.next_domains(True, ANY, only_a).values
+    # a pod the group does not select adds nothing to the count
+    assert spread.next_domains(False, ANY, only_a) == only_a
+
+
+def test_min_domains_keeps_the_minimum_at_zero() -> None:
+    spread = group(SPREAD, min_domains=4)
+    for zone in "abc":
+        spread.record(zone)
+    assert not spread.next_domains(True, ANY, Requirement.in_values(ZONE, "a")).values
+
+
+def test_affinity_joins_occupied_domains_or_bootstraps_when_self_selecting() -> None:
+    affinity = group(AFFINITY)
+    assert affinity.next_domains(True, ANY, ANY) == Requirement.in_values(ZONE, "a")
+    assert not affinity.next_domains(False, ANY, ANY).values
+    affinity.record("c")
+    assert affinity.next_domains(False, ANY, ANY) == Requirement.in_values(ZONE, "c")
+
+
+def test_anti_affinity_allows_only_empty_domains() -> None:
+    anti = group(ANTI_AFFINITY)
+    anti.record("b")
+    assert anti.next_domains(True, ANY, ANY).values == {"a", "c"}
+
+
+def test_hostname_groups_answer_per_host() -> None:
+    spread = group(SPREAD, key="kubernetes.io/hostname")
+    host = Requirement.exists("kubernetes.io/hostname")
+    assert spread.allows_host(True, host, "n1")
+    spread.record("n1")
+    assert not spread.allows_host(True, host, "n1")
+    anti = group(ANTI_AFFINITY, key="kubernetes.io/hostname")
+    anti.record("n1")
+    assert not anti.allows_host(False, host, "n1")
+    assert anti.allows_host(False, host, "n2")
