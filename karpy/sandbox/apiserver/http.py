@@ -21,7 +21,7 @@ import yaml
 from aiohttp import web
 
 from karpy.apis.fielderrors import FieldError
-from karpy.sandbox.apiserver import discovery, errors, tables
+from karpy.sandbox.apiserver import discovery, errors, protobuf, tables
 from karpy.sandbox.apiserver.eviction import evict
 from karpy.sandbox.apiserver.listing import (
     encode_list,
@@ -311,8 +311,7 @@ class Frontend:
             )
             return _json(obj, 200, self._warnings(warnings))
         if method == "DELETE":
-            raw = await request.read()
-            body = orjson.loads(raw) if raw.strip() else None
+            body = await self._body(request) if (await request.read()).strip() else None
             options = DeleteOptions.from_body(
                 body if isinstance(body, dict) else None,
                 grace_period_seconds=query.get("gracePeriodSeconds") or None,
@@ -351,6 +350,13 @@ class Frontend:
                 return yaml.safe_load(raw)
             except yaml.YAMLError as exc:
                 raise errors.bad_request(f"error decoding YAML: {exc}") from None
+        if content_type == protobuf.CONTENT_TYPE:
+            try:
+                return protobuf.decode(raw)
+            except protobuf.ProtobufError:
+                raise errors.unsupported_media_type(
+                    content_type, [_JSON, "application/yaml"]
+                ) from None
         if content_type not in (_JSON, "", "*/*"):
             raise errors.unsupported_media_type(content_type, [_JSON, "application/yaml"])
         try:

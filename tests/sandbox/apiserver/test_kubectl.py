@@ -159,3 +159,33 @@ async def test_cordon_and_wait(kubectl, apiserver):
     assert apiserver.store.get("nodes", "n1")["spec"]["unschedulable"] is True
     code, _out, err = await kubectl("wait", "--for=condition=Ready", "node/n1", "--timeout=5s")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("apiserver_options", [{"pod_termination": "immediate"}])
+async def test_protobuf_commands_create_namespace_configmap_and_drain(kubectl, apiserver):
+    code, _, err = await kubectl("create", "namespace", "team")
+    assert code == 0, err
+    assert apiserver.store.get("namespaces", "team")["status"]["phase"] == "Active"
+    code, _, err = await kubectl("create", "configmap", "cm", "-n", "team", "--from-literal=a=b")
+    assert code == 0, err
+    assert apiserver.store.get("configmaps", "cm", "team")["data"] == {"a": "b"}
+    apiserver.store.create("nodes", {"metadata": {"name": "n1"}})
+    owner = {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "name": "rc",
+        "uid": "u1",
+        "controller": True,
+    }
+    apiserver.store.create(
+        "pods",
+        {
+            "metadata": {"name": "p", "namespace": "default", "ownerReferences": [owner]},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x"}]},
+        },
+    )
+    code, out, err = await kubectl("drain", "n1", "--timeout=10s")
+    assert code == 0, err
+    assert "pod/p evicted" in out
+    assert apiserver.store.try_get("pods", "p", "default") is None
+    assert apiserver.store.get("nodes", "n1")["spec"]["unschedulable"] is True
