@@ -148,11 +148,13 @@ async def test_http_controls_drive_faults_compaction_and_bookmarks(apiserver):
 
 async def test_abrupt_watch_drop_is_a_broken_stream_for_the_client(apiserver):
     apiserver.store.create("configmaps", configmap("a"))
-    async with aiohttp.ClientSession() as session:
-        async with session.get(apiserver.url + CMS, params={"watch": "true"}) as resp:
-            first = await resp.content.readline()
-            assert first.startswith(b'{"type":"ADDED"')
-            assert apiserver.drop_watches(abrupt=True) == 1
-            with pytest.raises(aiohttp.ClientError):
-                while await resp.content.readline():
-                    pass
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(apiserver.url + CMS, params={"watch": "true"}) as resp,
+    ):
+        first = await resp.content.readline()
+        assert first.startswith(b'{"type":"ADDED"')
+        assert apiserver.drop_watches(abrupt=True) == 1
+        with pytest.raises(aiohttp.ClientError):
+            while await resp.content.readline():
+                pass
