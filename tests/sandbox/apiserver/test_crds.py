@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
@@ -225,3 +226,63 @@ async def test_invalid_crd_is_rejected(kube_api_client):
         kube_api_client, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", bad
     )
     assert status == 422 and body["details"]["causes"][0]["field"] == "metadata.name"
+
+
+def _nodepool(name: str, **spec: Any) -> dict[str, Any]:
+    template = {
+        "spec": {
+            "nodeClassRef": {
+                "group": "karpenter.k8s.aws",
+                "kind": "EC2NodeClass",
+                "name": "default",
+            },
+            "requirements": [],
+        }
+    }
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {"template": template, **spec},
+    }
+
+
+async def test_custom_resource_schema_defaults_apply_on_create(kube_api_client):
+    custom = client.CustomObjectsApi(kube_api_client)
+    created = await custom.create_cluster_custom_object(
+        "karpenter.sh", "v1", "nodepools", _nodepool("np")
+    )
+    assert created["spec"]["disruption"]["budgets"] == [{"nodes": "10%"}]
+    assert created["spec"]["template"]["spec"]["expireAfter"] == "720h"
+
+
+async def test_custom_resource_schema_violation_is_invalid_with_causes(kube_api_client):
+    status, body, _ = await call(
+        kube_api_client, "POST", "/apis/karpenter.sh/v1/nodepools", _nodepool("np", weight=500)
+    )
+    assert status == 422 and body["reason"] == "Invalid"
+    assert body["message"] == (
+        'NodePool.karpenter.sh "np" is invalid: spec.weight: Invalid value: 500: spec.weight in '
+        "body should be less than or equal to 100"
+    )
+    assert body["details"]["causes"][0]["field"] == "spec.weight"
+
+
+async def test_strict_field_validation_refuses_fields_the_schema_prunes(kube_api_client):
+    body = _nodepool("np", surprise=1)
+    status, payload, _ = await call(
+        kube_api_client,
+        "POST",
+        "/apis/karpenter.sh/v1/nodepools",
+        body,
+        query=[("fieldValidation", "Strict")],
+    )
+    assert (
+        status == 400
+        and payload["message"] == 'strict decoding error: unknown field "spec.surprise"'
+    )
+    status, created, headers = await call(
+        kube_api_client, "POST", "/apis/karpenter.sh/v1/nodepools", body
+    )
+    assert status == 201 and "surprise" not in created["spec"]
+    assert 'unknown field \\"spec.surprise\\"' in headers["Warning"]
