@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+import aiohttp
 import pytest
 from kubernetes_asyncio import client, watch
 
@@ -190,3 +191,17 @@ async def test_pod_watch_by_node_name_sees_binding(apiserver, kube_api_client):
         count=1,
     )
     assert [(e["type"], e["object"]["spec"]["nodeName"]) for e in events] == [("ADDED", "n1")]
+
+
+async def test_a_client_that_goes_away_leaves_no_watcher_behind(apiserver):
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(apiserver.url + CMS, params={"watch": "true"}) as resp,
+    ):
+        assert resp.status == 200
+        assert len(list(apiserver.store_state.watchers())) == 1
+    for _ in range(50):
+        await asyncio.sleep(0.02)
+        if not list(apiserver.store_state.watchers()):
+            break
+    assert list(apiserver.store_state.watchers()) == []
