@@ -268,11 +268,15 @@ class NodeClassReference:
 
 @attrs.frozen(slots=True)
 class Condition:
-    """A status condition in Kubernetes' standard shape."""
+    """A status condition in Kubernetes' standard shape.
+
+    Karpenter's CRDs require a non-empty ``reason`` and a ``message`` on every condition;
+    like operatorpkg, a condition made without a reason carries its type as the reason.
+    """
 
     type: str
     status: str  # "True" | "False" | "Unknown"
-    reason: str = ""
+    reason: str = attrs.field(default=attrs.Factory(lambda self: self.type, takes_self=True))
     message: str = ""
     last_transition_time: datetime | None = None
     observed_generation: int = 0
@@ -282,18 +286,19 @@ class Condition:
         return cls(
             type=data.get("type", ""),
             status=data.get("status", "Unknown"),
-            reason=data.get("reason", ""),
+            reason=data.get("reason") or data.get("type", ""),
             message=data.get("message", ""),
             last_transition_time=parse_time(data.get("lastTransitionTime")),
             observed_generation=int(data.get("observedGeneration", 0)),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.type, "status": self.status}
-        if self.reason:
-            out["reason"] = self.reason
-        if self.message:
-            out["message"] = self.message
+        out: dict[str, Any] = {
+            "type": self.type,
+            "status": self.status,
+            "reason": self.reason,
+            "message": self.message,
+        }
         if self.last_transition_time is not None:
             out["lastTransitionTime"] = format_time(self.last_transition_time)
         if self.observed_generation:

@@ -65,7 +65,16 @@ def test_spec_and_status_are_read():
 
 def test_status_conditions_without_reason_or_message_still_parse():
     obj = changed(nodeclaim(), "status.conditions", [{"type": "Launched", "status": "Unknown"}])
-    assert parse(obj).status.conditions[0].reason == ""
+    condition = parse(obj).status.conditions[0]
+    # A missing reason reads as the type (what operatorpkg writes), so printing the
+    # condition back satisfies the CRD's required, non-empty reason and message.
+    assert (condition.reason, condition.message) == ("Launched", "")
+    assert condition.to_dict() == {
+        "type": "Launched",
+        "status": "Unknown",
+        "reason": "Launched",
+        "message": "",
+    }
 
 
 def test_missing_node_class_ref_cannot_be_represented():
