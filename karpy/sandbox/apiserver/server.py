@@ -31,7 +31,7 @@ from karpy.sandbox.apiserver.controls import Controls
 from karpy.sandbox.apiserver.crds import CRDBehavior, CRDController
 from karpy.sandbox.apiserver.eviction import DisruptionController
 from karpy.sandbox.apiserver.faults import Faults
-from karpy.sandbox.apiserver.http import Frontend, ScaleSubresource
+from karpy.sandbox.apiserver.http import Frontend
 from karpy.sandbox.apiserver.kinds import Registry
 from karpy.sandbox.apiserver.namespaces import (
     INITIAL_NAMESPACES,
@@ -40,6 +40,7 @@ from karpy.sandbox.apiserver.namespaces import (
 )
 from karpy.sandbox.apiserver.objects import ObjectAPI
 from karpy.sandbox.apiserver.pods import EmulatedKubelet, PodBehavior, PodTermination
+from karpy.sandbox.apiserver.scale import ScaleSubresource
 from karpy.sandbox.apiserver.store import Store
 
 if TYPE_CHECKING:

@@ -99,3 +99,26 @@ async def test_kind_without_status_has_no_status_endpoint(apiserver, kube_api_cl
         kube_api_client, "GET", "/api/v1/namespaces/default/configmaps/c/status"
     )
     assert status == 404 and body["reason"] == "NotFound"
+
+
+async def test_deployment_scale_subresource_reads_and_writes_replicas(kube_api_client):
+    apps = client.AppsV1Api(kube_api_client)
+    await apps.create_namespaced_deployment(
+        "default",
+        {
+            "metadata": {"name": "d"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "d"}},
+                "template": {
+                    "metadata": {"labels": {"app": "d"}},
+                    "spec": {"containers": [{"name": "c", "image": "x"}]},
+                },
+            },
+        },
+    )
+    scale = await apps.read_namespaced_deployment_scale("d", "default")
+    assert scale.spec.replicas == 2 and scale.status.selector == "app=d"
+    await apps.patch_namespaced_deployment_scale("d", "default", {"spec": {"replicas": 4}})
+    deployment = await apps.read_namespaced_deployment("d", "default")
+    assert deployment.spec.replicas == 4 and deployment.metadata.generation == 2
