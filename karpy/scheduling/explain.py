@@ -22,6 +22,7 @@ from karpy.scheduling.nodeclaim import (
     INSTANCE_TYPES,
     MIN_VALUES,
     REQUIREMENTS,
+    RESERVED,
     RESOURCES,
     TAINTS,
     TOPOLOGY,
@@ -153,6 +154,8 @@ class Explainer:
             index=scheduler.context.index,
             well_known=scheduler.well_known,
             relax_min_values=scheduler.relax_min_values,
+            reservations=scheduler.reservations,
+            reserved_fallback=scheduler.reserved_fallback,
         )
 
     def _message(self, rejection: Rejection, claim: NewNodeClaim, shape: PodShape) -> str:
@@ -173,6 +176,11 @@ class Explainer:
                 return "topology: " + describe_incompatibility(detail, None)
         if kind == HOST_PORTS:
             return "host port conflict"
+        if kind == RESERVED:
+            return (
+                f"waiting for reserved capacity: {detail}; the pod is retried next round "
+                "instead of falling back to other capacity"
+            )
         if kind in (INSTANCE_TYPES, RESOURCES, MIN_VALUES):
             return self._instance_types(claim, shape)
         return kind

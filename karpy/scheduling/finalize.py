@@ -26,9 +26,13 @@ from karpy.apis.labels import (
     ANNOTATION_CAPACITY_OVERLAY_APPLIED,
     ANNOTATION_MIN_VALUES_RELAXED,
     ANNOTATION_PRICE_OVERLAY_APPLIED,
+    CAPACITY_TYPE_RESERVED,
+    LABEL_CAPACITY_TYPE,
     LABEL_HOSTNAME,
     LABEL_INSTANCE_TYPE,
 )
+from karpy.scheduling.instancetypes import RESERVATION_ID_LABEL
+from karpy.scheduling.requirements import IN, Requirement
 from karpy.scheduling.resources import merge, min_resources
 from karpy.scheduling.results import NodeClaimPlan, PoolReason, UnschedulableReason
 from karpy.scheduling.templates import SIMULATION_ONLY_KEYS
@@ -67,6 +71,10 @@ def finalize_claims(
             stripped[id(claim.requirements)] = (claim.requirements, reqs)
         else:
             reqs = cached[1]
+        if claim.reserved:
+            # Launch into the held reservations only, so two nodes never count on one slot.
+            reqs = reqs.replace(Requirement.in_values(LABEL_CAPACITY_TYPE, CAPACITY_TYPE_RESERVED))
+            reqs = reqs.add(Requirement.new(RESERVATION_ID_LABEL, IN, claim.reserved))
         chosen = index.first(claim.options, reqs, scheduler.max_instance_types)
         if strict and chosen != claim.options and reqs.has_min_values():
             short = _min_values_shortfall(index, reqs, chosen, scheduler.max_instance_types)

@@ -69,6 +69,7 @@ class InstanceTypeIndex:
         "capacity_overlaid_mask",
         "defined_keys",
         "price_overlaid_mask",
+        "reserved_mask",
         "types",
     )
 
@@ -93,11 +94,14 @@ class InstanceTypeIndex:
         self._price_cache: dict[OfferingKey, PriceOrder] = {}
         self.price_overlaid_mask = 0
         self.capacity_overlaid_mask = 0
+        self.reserved_mask = 0  # types with an available reserved offering
         for i, it in enumerate(types):
             if it.price_overlaid:
                 self.price_overlaid_mask |= 1 << i
             if it.capacity_overlaid:
                 self.capacity_overlaid_mask |= 1 << i
+            if any(o.available and o.capacity_type == "reserved" for o in it.offerings):
+                self.reserved_mask |= 1 << i
         # Available offerings grouped by (zone, capacity type, reservation id).
         groups: dict[tuple[str, str, str], int] = {}
         for i, it in enumerate(types):

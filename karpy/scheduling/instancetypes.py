@@ -136,7 +136,13 @@ def new_instance_type(
     comes from ``name``; zone and capacity type requirements list what the *available*
     offerings provide.
     """
-    offerings = tuple(offerings)
+    # A reservation with no capacity left cannot be launched into.
+    offerings = tuple(
+        attrs.evolve(o, available=False)
+        if o.capacity_type == CAPACITY_TYPE_RESERVED and o.reservation_capacity <= 0
+        else o
+        for o in offerings
+    )
     overhead = dict(overhead or {})
     available = [o for o in offerings if o.available]
     reqs = [Requirement.new(LABEL_INSTANCE_TYPE, IN, (name,))]

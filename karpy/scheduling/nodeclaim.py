@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from karpy.apis.labels import CAPACITY_TYPE_RESERVED as RESERVED_CAPACITY
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_ZONE
+from karpy.scheduling.index import iter_bits
 from karpy.scheduling.instancetypes import RESERVATION_ID_LABEL
-from karpy.scheduling.requirements import Requirements
+from karpy.scheduling.requirements import EXISTS, RequirementConflict, Requirements
 from karpy.scheduling.taints import first_untolerated
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from karpy.scheduling.daemonsets import DaemonOverheadGroup
     from karpy.scheduling.index import InstanceTypeIndex
     from karpy.scheduling.pods import HostPort, Pod
+    from karpy.scheduling.reservations import ReservationManager
     from karpy.scheduling.shapes import PodShape
     from karpy.scheduling.topology import Topology, TopologyFailure
 
@@ -55,9 +58,25 @@ INSTANCE_TYPES: Final = "instance types"
 HOST_PORTS: Final = "host ports"
 RESOURCES: Final = "resources"
 MIN_VALUES: Final = "minValues"
+RESERVED: Final = "reserved capacity"
 MONOTONE: Final = frozenset(
     {TAINTS, REQUIREMENTS, VOLUMES, INSTANCE_TYPES, HOST_PORTS, RESOURCES, MIN_VALUES}
 )
+
+
+def is_permanent(rejection: Rejection) -> bool:
+    """Will this refusal stand for the rest of the round (nodes only fill up)?
+
+    Topology and reservations can change either way; a requirement conflict can heal
+    only in the odd case of a node-side ``Exists`` narrowing to a negative requirement,
+    or a key the node lacked becoming defined by another pod's requirements.
+    """
+    if rejection.kind not in MONOTONE:
+        return False
+    if rejection.kind != REQUIREMENTS:
+        return True
+    detail = rejection.detail
+    return isinstance(detail, RequirementConflict) and detail.existing.operator != EXISTS
 
 
 @attrs.frozen(slots=True)
@@ -73,6 +92,7 @@ class Plan:
     requirements: Requirements
     options: int = 0
     min_values_relaxed: bool = False
+    reservations: tuple[str, ...] = ()  # reservation IDs the node would hold
 
 
 def host_ports_conflict(ports: Sequence[HostPort], reserved: Sequence[HostPort]) -> bool:
@@ -93,6 +113,7 @@ class NewNodeClaim:
         "pool",
         "requests",
         "requirements",
+        "reserved",
         "shapes",
     )
 
@@ -114,6 +135,7 @@ class NewNodeClaim:
         self.shapes: list[PodShape] = []
         self.host_ports: list[HostPort] = []
         self.min_values_relaxed = False
+        self.reserved: tuple[str, ...] = ()
 
     @property
     def taints(self) -> tuple[Taint, ...]:
@@ -128,6 +150,8 @@ class NewNodeClaim:
         index: InstanceTypeIndex,
         well_known: frozenset[str],
         relax_min_values: bool,
+        reservations: ReservationManager | None = None,
+        reserved_fallback: bool = False,
     ) -> Plan | Rejection:
         taint = _untolerated(self.pool, shape)
         if taint is not None:
@@ -157,6 +181,8 @@ class NewNodeClaim:
                     continue
                 reqs = topo
             plan = self._filter(shape, reqs, index, relax_min_values)
+            if isinstance(plan, Plan) and reservations is not None:
+                plan = self._reserve(plan, index, reservations, reserved_fallback)
             if isinstance(plan, Plan):
                 return plan
             last = plan
@@ -207,6 +233,38 @@ class NewNodeClaim:
             reqs, relaxed = result
         return Plan(reqs, remaining, relaxed)
 
+    def _reserve(
+        self,
+        plan: Plan,
+        index: InstanceTypeIndex,
+        reservations: ReservationManager,
+        fallback: bool,
+    ) -> Plan | Rejection:
+        """Which reserved offerings the node would hold (Karpenter's ``offeringsToReserve``)."""
+        candidates = plan.options & index.reserved_mask
+        if not candidates and not self.reserved:
+            return plan
+        compatible = False
+        held: list[str] = []
+        for i in iter_bits(candidates):
+            for offering in index.types[i].offerings:
+                if offering.capacity_type != RESERVED_CAPACITY or not offering.available:
+                    continue
+                if not offering.compatible(plan.requirements):
+                    continue
+                compatible = True
+                rid = offering.reservation_id
+                if rid not in held and reservations.can_reserve(self.hostname, rid):
+                    held.append(rid)
+        if not fallback:
+            if compatible and not held:
+                return Rejection(RESERVED, "every compatible reserved offering is already held")
+            if self.reserved and not held:
+                return Rejection(RESERVED, "the node would lose the reserved offerings it holds")
+        if not held and not self.reserved:
+            return plan
+        return attrs.evolve(plan, reservations=tuple(sorted(held)))
+
     def add(
         self, pod: Pod, shape: PodShape, plan: Plan, topology: Topology, well_known: frozenset[str]
     ) -> None:
@@ -217,6 +275,7 @@ class NewNodeClaim:
             self.requests[name] = self.requests.get(name, 0) + value
         self.requirements = plan.requirements
         self.min_values_relaxed = self.min_values_relaxed or plan.min_values_relaxed
+        self.reserved = plan.reservations
         topology.record(shape, self.taints, plan.requirements, self.hostname, well_known)
         if shape.host_ports:
             self.host_ports.extend(shape.host_ports)

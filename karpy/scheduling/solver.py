@@ -40,8 +40,9 @@ from karpy.scheduling.existingnode import ExistingNode
 from karpy.scheduling.explain import Explainer
 from karpy.scheduling.finalize import finalize_claims
 from karpy.scheduling.limits import PoolLimits
-from karpy.scheduling.nodeclaim import MONOTONE, NewNodeClaim, Plan, Rejection
+from karpy.scheduling.nodeclaim import RESERVED, NewNodeClaim, Plan, Rejection, is_permanent
 from karpy.scheduling.queue import ClaimOrder, PodQueue
+from karpy.scheduling.reservations import ReservationManager
 from karpy.scheduling.resources import ResourceList, subtract
 from karpy.scheduling.results import ExistingNodePlacement, Results, Unschedulable
 from karpy.scheduling.shapes import RESPECT, PodShape, ShapeBuilder
@@ -63,6 +64,10 @@ if TYPE_CHECKING:
 __all__ = ["ClusterSnapshot", "Scheduler"]
 
 DEFAULT_BUDGET_SECONDS: Final = 30.0
+# Outcomes of trying one pod shape against all capacity.
+PLACED: Final = "placed"
+FAILED: Final = "failed"
+WAIT_FOR_RESERVATION: Final = "wait for reservation"
 MAX_INSTANCE_TYPES: Final = 600
 # Use an index of candidate hosts when it is smaller than this share of the nodes.
 _INDEX_SHARE: Final = 4
@@ -90,7 +95,13 @@ class Scheduler:
         *,
         preference_policy: str = RESPECT,
         max_instance_types: int = MAX_INSTANCE_TYPES,
+        reserved_capacity: bool = True,
+        reserved_fallback: bool = False,
     ) -> None:
+        """``reserved_capacity`` enables capacity-reservation tracking (Karpenter's
+        ReservedCapacity gate); ``reserved_fallback`` lets pods that cannot get a held
+        reservation fall back to other capacity (consolidation does; provisioning does
+        not)."""
         self.context = context
         self.cluster = cluster
         self.policy = preference_policy
@@ -107,6 +118,8 @@ class Scheduler:
         self.existing: list[ExistingNode] = []
         self.existing_by_host: dict[str, ExistingNode] = {}
         self.limits = PoolLimits(context, cluster.capacity)
+        self.reservations = ReservationManager(context.index.types) if reserved_capacity else None
+        self.reserved_fallback = reserved_fallback
         self.daemon_groups: dict[str, tuple[DaemonOverheadGroup, ...]] = {
             pool.template.nodepool: daemon_overhead_groups(
                 pool.template, context.index, pool.options, cluster.daemonset_pods, self.well_known
@@ -233,21 +246,25 @@ class Scheduler:
     def _try_schedule(self, pod: Pod, shape: PodShape) -> bool:
         current: PodShape | None = shape
         while current is not None:
-            if self._add(pod, current):
+            outcome = self._add(pod, current)
+            if outcome is PLACED:
                 return True
+            if outcome is WAIT_FOR_RESERVATION:
+                # Relaxing would only steer the pod away from capacity it may get next round.
+                return False
             current = current.relax(self.tolerate_prefer_no_schedule, self.policy)
             if current is not None:
                 self.topology.prepare(current)
         return False
 
-    def _add(self, pod: Pod, shape: PodShape) -> bool:
+    def _add(self, pod: Pod, shape: PodShape) -> str:
         hosts = self._candidate_hosts(shape)
         if self._add_to_existing_node(pod, shape, hosts):
-            return True
+            return PLACED
         if self._add_to_inflight_claim(pod, shape, hosts):
-            return True
+            return PLACED
         if not self.context.pools:
-            return False
+            return FAILED
         return self._add_to_new_claim(pod, shape)
 
     # -- where to look --------------------------------------------------------------------------
@@ -295,7 +312,7 @@ class Scheduler:
             if isinstance(plan, Plan):
                 node.add(pod, shape, plan, self.topology)
                 return True
-            if cursor_moving and plan.kind in MONOTONE:
+            if cursor_moving and is_permanent(plan):
                 cache["existing_cursor"] = i + 1
             else:
                 cursor_moving = False
@@ -327,19 +344,22 @@ class Scheduler:
                 index=self.context.index,
                 well_known=self.well_known,
                 relax_min_values=False,
+                reservations=self.reservations,
+                reserved_fallback=self.reserved_fallback,
             )
             if isinstance(plan, Plan):
                 before = len(claim.pods)
+                self._hold(claim, plan)
                 claim.add(pod, shape, plan, self.topology, self.well_known)
                 self.claim_order.moved(claim.index, before, before + 1)
                 return True
-            if plan.kind in MONOTONE:
+            if is_permanent(plan):
                 if rejected is None:
                     rejected = shape.cache["rejected_claims"] = set()
                 rejected.add(i)
         return False
 
-    def _add_to_new_claim(self, pod: Pod, shape: PodShape) -> bool:
+    def _add_to_new_claim(self, pod: Pod, shape: PodShape) -> str:
         index = self.context.index
         for position, pool in enumerate(self.context.pools):
             cache_key = ("pool_rejected", position)
@@ -358,16 +378,26 @@ class Scheduler:
                 index=index,
                 well_known=self.well_known,
                 relax_min_values=self.relax_min_values,
+                reservations=self.reservations,
+                reserved_fallback=self.reserved_fallback,
             )
             if isinstance(plan, Plan):
                 self._open(claim)
+                self._hold(claim, plan)
                 claim.add(pod, shape, plan, self.topology, self.well_known)
                 self.claim_order.insert(claim.index, 1)
                 self.limits.reserve(pool, claim.options)
-                return True
-            if plan.kind in MONOTONE:
+                return PLACED
+            if plan.kind == RESERVED:
+                # A reservation this pool could use is held: do not fall back to lower pools.
+                return WAIT_FOR_RESERVATION
+            if is_permanent(plan):
                 shape.cache[cache_key] = True
-        return False
+        return FAILED
+
+    def _hold(self, claim: NewNodeClaim, plan: Plan) -> None:
+        if self.reservations is not None and (plan.reservations or claim.reserved):
+            self.reservations.hold(claim.hostname, plan.reservations)
 
     def _open(self, claim: NewNodeClaim) -> None:
         self.claims.append(claim)
