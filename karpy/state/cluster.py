@@ -1,0 +1,270 @@
+"""`ClusterState`: the informers' sink and the store every controller reads.
+
+Informers call `apply` with projected records (`karpy.state.records`); `ClusterState`
+files them by kind and keeps the indexes controllers ask for: pods by node, pending
+(unschedulable) pods, nodes and NodeClaims by provider ID, NodeClaims by NodePool, and the
+NodeClaim<->Node pairing (by provider ID, as Karpenter's StateNode pairs them). All of it
+is persistent maps, so `snapshot` is O(1) and an update costs O(changed objects) (see
+`karpy.state.snapshot`). Everything runs on the event loop thread; there are no locks.
+
+`generation` counts changes. `subscribe` registers a callback that receives every batch
+of `StateChange`s right after it is applied (the provisioning batcher listens for pending
+pods this way); callbacks must be quick and must not raise.
+
+`synced` is True once every informer has listed its kind and the NodeClaims and Nodes
+agree: every NodeClaim whose provider ID names a known Node is paired with it. Until then
+provisioning and disruption must not act (they could launch for pods already placed, or
+remove a node whose pods they have not seen).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import immutables
+
+from karpy.apis.labels import LABEL_NODEPOOL
+from karpy.kube.clock import SYSTEM_CLOCK
+from karpy.log import get_logger
+from karpy.state import kinds
+from karpy.state.snapshot import EMPTY, StateSnapshot
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+
+    from karpy.apis.nodeclaim import NodeClaim
+    from karpy.kube.clock import Clock
+    from karpy.state.records import NodeInfo, PodInfo
+
+__all__ = ["ClusterState", "StateChange"]
+
+log = get_logger("state")
+
+Map = immutables.Map
+
+
+@attrs.frozen(slots=True)
+class StateChange:
+    """One object's change: ``old`` None for an addition, ``new`` None for a deletion."""
+
+    kind: str
+    key: str
+    old: Any
+    new: Any
+
+
+def _put(outer: Map[str, Map[str, Any]], group: str, key: str, value: Any) -> Map[str, Any]:
+    return outer.set(group, outer.get(group, EMPTY).set(key, value))
+
+
+def _drop(outer: Map[str, Map[str, Any]], group: str, key: str) -> Map[str, Any]:
+    inner = outer.get(group)
+    if inner is None or key not in inner:
+        return outer
+    inner = inner.delete(key)
+    return outer.set(group, inner) if inner else outer.delete(group)
+
+
+class ClusterState:
+    """See the module docstring. ``watched`` are the kinds whose informers must have
+    listed before `synced` can be True."""
+
+    def __init__(self, watched: Iterable[str] = kinds.ALL_KINDS, *, clock: Clock = SYSTEM_CLOCK):
+        self.watched = frozenset(watched)
+        self.clock = clock
+        self.generation = 0
+        self._objects: dict[str, Map[str, Any]] = {kind: EMPTY for kind in kinds.ALL_KINDS}
+        self._pods_by_node: Map[str, Map[str, PodInfo]] = EMPTY
+        self._pending: Map[str, PodInfo] = EMPTY
+        self._node_by_provider: Map[str, str] = EMPTY
+        self._claims_by_pool: Map[str, Map[str, NodeClaim]] = EMPTY
+        self._claim_by_provider: Map[str, str] = EMPTY
+        self._node_of_claim: Map[str, str] = EMPTY
+        self._claim_of_node: Map[str, str] = EMPTY
+        self._synced_kinds: set[str] = set()
+        self._subscribers: list[Callable[[Sequence[StateChange]], None]] = []
+        self._snapshot: StateSnapshot | None = None
+        self._synced_at: tuple[int, bool] | None = None  # (generation, answer) cache
+        self._unsynced_since: float | None = clock.monotonic()
+
+    # --- InformerSink ---------------------------------------------------------------------
+
+    def apply(self, kind: str, upserts: Sequence[tuple[str, Any]], deletes: Sequence[str]) -> None:
+        objects = self._objects.setdefault(kind, EMPTY)
+        changes: list[StateChange] = []
+        with objects.mutate() as mutable:
+            for key in deletes:
+                old = mutable.pop(key, None)
+                if old is not None:
+                    changes.append(StateChange(kind, key, old, None))
+            for key, record in upserts:
+                old = mutable.get(key)
+                if record is None:
+                    if old is not None:
+                        del mutable[key]
+                        changes.append(StateChange(kind, key, old, None))
+                    continue
+                mutable[key] = record
+                changes.append(StateChange(kind, key, old, record))
+            self._objects[kind] = mutable.finish()
+        if not changes:
+            return
+        index = _INDEXERS.get(kind)
+        if index is not None:
+            for change in changes:
+                index(self, change)
+        self.generation += 1
+        for callback in list(self._subscribers):
+            try:
+                callback(changes)
+            except Exception as exc:
+                log.error("state subscriber failed", kind=kind, exc_info=exc)
+
+    def set_synced(self, kind: str) -> None:
+        if kind not in self._synced_kinds:
+            self._synced_kinds.add(kind)
+            self.generation += 1
+
+    # --- indexes --------------------------------------------------------------------------
+
+    def _index_pod(self, change: StateChange) -> None:
+        old: PodInfo | None = change.old
+        new: PodInfo | None = change.new
+        key = change.key
+        if old is not None:
+            if old.pod.node_name and (new is None or new.pod.node_name != old.pod.node_name):
+                self._pods_by_node = _drop(self._pods_by_node, old.pod.node_name, key)
+            if old.provisionable and (new is None or not new.provisionable):
+                self._pending = self._pending.delete(key)
+        if new is not None:
+            if new.pod.node_name:
+                self._pods_by_node = _put(self._pods_by_node, new.pod.node_name, key, new)
+            if new.provisionable:
+                self._pending = self._pending.set(key, new)
+
+    def _index_node(self, change: StateChange) -> None:
+        old: NodeInfo | None = change.old
+        new: NodeInfo | None = change.new
+        name = change.key
+        old_pid = old.provider_id if old is not None else ""
+        new_pid = new.provider_id if new is not None else ""
+        if old_pid and old_pid != new_pid and self._node_by_provider.get(old_pid) == name:
+            self._node_by_provider = self._node_by_provider.delete(old_pid)
+            self._unpair_node(name)
+        if new_pid:
+            self._node_by_provider = self._node_by_provider.set(new_pid, name)
+            claim = self._claim_by_provider.get(new_pid)
+            if claim is not None:
+                self._pair(claim, name)
+        if new is None:
+            self._unpair_node(name)
+
+    def _index_nodeclaim(self, change: StateChange) -> None:
+        old: NodeClaim | None = change.old
+        new: NodeClaim | None = change.new
+        name = change.key
+        old_pool = old.metadata.labels.get(LABEL_NODEPOOL, "") if old is not None else ""
+        new_pool = new.metadata.labels.get(LABEL_NODEPOOL, "") if new is not None else ""
+        if old is not None and old_pool != new_pool:
+            self._claims_by_pool = _drop(self._claims_by_pool, old_pool, name)
+        if new is not None:
+            self._claims_by_pool = _put(self._claims_by_pool, new_pool, name, new)
+        old_pid = (old.status.provider_id or "") if old is not None else ""
+        new_pid = (new.status.provider_id or "") if new is not None else ""
+        if old_pid and old_pid != new_pid:
+            if self._claim_by_provider.get(old_pid) == name:
+                self._claim_by_provider = self._claim_by_provider.delete(old_pid)
+            self._unpair_claim(name)
+        if new is None:
+            self._unpair_claim(name)
+        elif new_pid:
+            self._claim_by_provider = self._claim_by_provider.set(new_pid, name)
+            node = self._node_by_provider.get(new_pid)
+            if node is not None:
+                self._pair(name, node)
+
+    def _pair(self, claim: str, node: str) -> None:
+        self._unpair_claim(claim)
+        self._unpair_node(node)
+        self._node_of_claim = self._node_of_claim.set(claim, node)
+        self._claim_of_node = self._claim_of_node.set(node, claim)
+
+    def _unpair_claim(self, claim: str) -> None:
+        node = self._node_of_claim.get(claim)
+        if node is not None:
+            self._node_of_claim = self._node_of_claim.delete(claim)
+            if self._claim_of_node.get(node) == claim:
+                self._claim_of_node = self._claim_of_node.delete(node)
+
+    def _unpair_node(self, node: str) -> None:
+        claim = self._claim_of_node.get(node)
+        if claim is not None:
+            self._claim_of_node = self._claim_of_node.delete(node)
+            if self._node_of_claim.get(claim) == node:
+                self._node_of_claim = self._node_of_claim.delete(claim)
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def snapshot(self) -> StateSnapshot:
+        """The state now, immutable; O(1) (the same object while nothing changes)."""
+        if self._snapshot is None or self._snapshot.generation != self.generation:
+            self._snapshot = StateSnapshot(
+                generation=self.generation,
+                objects=dict(self._objects),
+                pods_by_node=self._pods_by_node,
+                pending=self._pending,
+                node_by_provider_id=self._node_by_provider,
+                claims_by_nodepool=self._claims_by_pool,
+                claim_by_provider_id=self._claim_by_provider,
+                node_of_claim=self._node_of_claim,
+                claim_of_node=self._claim_of_node,
+            )
+        return self._snapshot
+
+    def subscribe(self, callback: Callable[[Sequence[StateChange]], None]) -> Callable[[], None]:
+        """Call ``callback`` with each applied batch of changes; returns the unsubscriber."""
+        self._subscribers.append(callback)
+        return lambda: self._subscribers.remove(callback)
+
+    def synced(self) -> bool:
+        """Every watched kind listed, and NodeClaims paired with the Nodes they name."""
+        cached = self._synced_at
+        if cached is not None and cached[0] == self.generation:
+            return cached[1]
+        answer = self.watched <= self._synced_kinds and not self.unpaired()
+        self._synced_at = (self.generation, answer)
+        if answer:
+            self._unsynced_since = None
+        elif self._unsynced_since is None:
+            self._unsynced_since = self.clock.monotonic()
+        return answer
+
+    def unpaired(self) -> list[str]:
+        """NodeClaims whose provider ID names a known Node they are not paired with."""
+        out = []
+        for name, claim in self._objects[kinds.NODECLAIM].items():
+            pid = claim.status.provider_id
+            node = self._node_by_provider.get(pid) if pid else None
+            if node is not None and self._node_of_claim.get(name) != node:
+                out.append(name)
+        return out
+
+    def unsynced_seconds(self) -> float:
+        """How long state has been unsynced (0 while synced)."""
+        if self.synced() or self._unsynced_since is None:
+            return 0.0
+        return self.clock.monotonic() - self._unsynced_since
+
+    def missing_kinds(self) -> list[str]:
+        return sorted(self.watched - self._synced_kinds)
+
+    def counts(self) -> dict[str, int]:
+        return {kind: len(objects) for kind, objects in self._objects.items() if objects}
+
+
+_INDEXERS: dict[str, Callable[[ClusterState, StateChange], None]] = {
+    kinds.POD: ClusterState._index_pod,
+    kinds.NODE: ClusterState._index_node,
+    kinds.NODECLAIM: ClusterState._index_nodeclaim,
+}

@@ -1,0 +1,336 @@
+"""The records cluster state keeps, one per object, and their projections from dicts.
+
+Scheduling reads the scheduler's own records (`karpy.scheduling.pods.Pod`,
+`karpy.scheduling.nodes.Node`, the volume records, the API models for NodePools and
+NodeClaims) so a round needs no conversion. Disruption and lifecycle need a few facts
+those records leave out (a pod's priority, its controller owner, the raw
+``karpenter.sh/do-not-disrupt`` value, readiness, exact deletion time; a node's Ready
+condition; a budget's live ``disruptionsAllowed``), so where a kind needs more, its state
+record *wraps* the scheduling record and adds just those fields. Every record carries the
+object's resourceVersion, so a stored record can be compared with the API's current one.
+
+A projection reads a dict and returns the record; it raises `ProjectionError` (or the
+model's own `InvalidObject`) for an object karpy cannot read. The informer then keeps the
+object out of state, logs it and counts it (`karpy_informer_projection_errors_total`).
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from karpy.apis.core import parse_time
+from karpy.apis.ec2nodeclass import EC2NodeClass
+from karpy.apis.labels import ANNOTATION_DO_NOT_DISRUPT
+from karpy.apis.nodeclaim import NodeClaim
+from karpy.apis.nodeoverlay import NodeOverlay
+from karpy.apis.nodepool import NodePool
+from karpy.scheduling.daemonsets import daemonset_pod
+from karpy.scheduling.nodes import Node, node_from_dict
+from karpy.scheduling.pods import Pod, pod_from_dict
+from karpy.scheduling.reschedule import DisruptionBudget, pdb_from_dict
+from karpy.scheduling.volumes import (
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    pv_from_dict,
+    pvc_from_dict,
+    storage_class_from_dict,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = [
+    "BudgetInfo",
+    "DaemonSetInfo",
+    "NamespaceInfo",
+    "NodeInfo",
+    "NodeLease",
+    "OwnerRef",
+    "PodInfo",
+    "ProjectionError",
+    "budget_info",
+    "daemonset_info",
+    "ec2nodeclass",
+    "namespace_info",
+    "node_info",
+    "node_lease",
+    "nodeclaim",
+    "nodeoverlay",
+    "nodepool",
+    "pod_info",
+    "pv",
+    "pvc",
+    "storage_class",
+]
+
+_intern = sys.intern
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+class ProjectionError(ValueError):
+    """An object whose fields karpy cannot read."""
+
+
+@attrs.frozen(slots=True)
+class OwnerRef:
+    kind: str
+    name: str
+    uid: str = ""
+
+
+def _controller(meta: Mapping[str, Any]) -> OwnerRef | None:
+    owners = meta.get("ownerReferences") or ()
+    chosen = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
+    if chosen is None:
+        return None
+    return OwnerRef(
+        _intern(str(chosen.get("kind", ""))), str(chosen.get("name", "")),
+        str(chosen.get("uid", "")),
+    )  # fmt: skip
+
+
+def _condition(status: Mapping[str, Any], type_: str) -> str | None:
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == type_:
+            return str(condition.get("status", ""))
+    return None
+
+
+# --- pods ------------------------------------------------------------------------------
+
+
+@attrs.frozen(slots=True)
+class PodInfo:
+    """A pod as cluster state keeps it: the scheduler's `Pod` plus disruption's facts."""
+
+    pod: Pod
+    resource_version: str
+    priority: int = 0
+    owner: OwnerRef | None = None
+    do_not_disrupt: str | None = None  # the annotation's raw value, when present
+    ready: bool = False
+    deletion_timestamp: datetime | None = None
+
+    @property
+    def key(self) -> str:
+        return self.pod.key
+
+    @property
+    def provisionable(self) -> bool:
+        """Pending because kube-scheduler found no node (PodScheduled=False,
+        Unschedulable), unbound, not nominated, not a DaemonSet or static pod."""
+        return self.pod.is_provisionable and self.pod.is_active
+
+
+def pod_info(data: Mapping[str, Any]) -> PodInfo:
+    meta = data.get("metadata") or {}
+    spec = data.get("spec") or {}
+    status = data.get("status") or {}
+    try:
+        pod = pod_from_dict(data)
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ProjectionError(str(exc)) from exc
+    annotations = meta.get("annotations") or {}
+    do_not_disrupt = annotations.get(ANNOTATION_DO_NOT_DISRUPT)
+    return PodInfo(
+        pod=pod,
+        resource_version=str(meta.get("resourceVersion", "")),
+        priority=int(spec.get("priority") or 0),
+        owner=_controller(meta),
+        do_not_disrupt=None if do_not_disrupt is None else str(do_not_disrupt),
+        ready=_condition(status, "Ready") == "True",
+        deletion_timestamp=parse_time(meta.get("deletionTimestamp")),
+    )
+
+
+# --- nodes -----------------------------------------------------------------------------
+
+
+@attrs.frozen(slots=True)
+class NodeInfo:
+    """A node: the scheduler's `Node` plus readiness and its timestamps."""
+
+    node: Node
+    resource_version: str
+    ready: bool = False
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def provider_id(self) -> str:
+        return self.node.provider_id
+
+
+def node_info(data: Mapping[str, Any]) -> NodeInfo:
+    meta = data.get("metadata") or {}
+    try:
+        node = node_from_dict(data)
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ProjectionError(str(exc)) from exc
+    return NodeInfo(
+        node=node,
+        resource_version=str(meta.get("resourceVersion", "")),
+        ready=_condition(data.get("status") or {}, "Ready") == "True",
+        creation_timestamp=parse_time(meta.get("creationTimestamp")),
+        deletion_timestamp=parse_time(meta.get("deletionTimestamp")),
+    )
+
+
+# --- karpenter kinds: the API models themselves -----------------------------------------
+
+nodeclaim = NodeClaim.from_dict
+nodepool = NodePool.from_dict
+nodeoverlay = NodeOverlay.from_dict
+ec2nodeclass = EC2NodeClass.from_dict
+
+
+# --- daemonsets, budgets, volumes, namespaces -------------------------------------------
+
+
+@attrs.frozen(slots=True)
+class DaemonSetInfo:
+    """A DaemonSet as the pod it would put on every node it fits."""
+
+    namespace: str
+    name: str
+    resource_version: str
+    pod: Pod
+
+
+def daemonset_info(data: Mapping[str, Any]) -> DaemonSetInfo:
+    meta = data.get("metadata") or {}
+    try:
+        pod = daemonset_pod(data)
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ProjectionError(str(exc)) from exc
+    return DaemonSetInfo(
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta.get("name", "")),
+        resource_version=str(meta.get("resourceVersion", "")),
+        pod=pod,
+    )
+
+
+@attrs.frozen(slots=True)
+class BudgetInfo:
+    """A PodDisruptionBudget: the scheduler's `DisruptionBudget` plus its live status."""
+
+    budget: DisruptionBudget
+    resource_version: str
+    disruptions_allowed: int = 0
+    current_healthy: int = 0
+    desired_healthy: int = 0
+    expected_pods: int = 0
+
+
+def budget_info(data: Mapping[str, Any]) -> BudgetInfo:
+    meta = data.get("metadata") or {}
+    status = data.get("status") or {}
+    try:
+        budget = pdb_from_dict(data)
+        return BudgetInfo(
+            budget=budget,
+            resource_version=str(meta.get("resourceVersion", "")),
+            disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
+            current_healthy=int(status.get("currentHealthy") or 0),
+            desired_healthy=int(status.get("desiredHealthy") or 0),
+            expected_pods=int(status.get("expectedPods") or 0),
+        )
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ProjectionError(str(exc)) from exc
+
+
+def _volume_projection(parse: Any) -> Any:
+    def project(data: Mapping[str, Any]) -> Any:
+        try:
+            return parse(data)
+        except (TypeError, AttributeError, ValueError) as exc:
+            raise ProjectionError(str(exc)) from exc
+
+    return project
+
+
+pvc: Any = _volume_projection(pvc_from_dict)
+pv: Any = _volume_projection(pv_from_dict)
+storage_class: Any = _volume_projection(storage_class_from_dict)
+
+
+@attrs.frozen(slots=True)
+class NamespaceInfo:
+    name: str
+    resource_version: str
+    labels: Mapping[str, str]  # with kubernetes.io/metadata.name, as the API server sets
+    terminating: bool = False
+
+
+def namespace_info(data: Mapping[str, Any]) -> NamespaceInfo:
+    meta = data.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    labels = {_intern(str(k)): _intern(str(v)) for k, v in (meta.get("labels") or {}).items()}
+    labels.setdefault(NAMESPACE_NAME_LABEL, name)
+    return NamespaceInfo(
+        name=name,
+        resource_version=str(meta.get("resourceVersion", "")),
+        labels=labels,
+        terminating=(data.get("status") or {}).get("phase") == "Terminating",
+    )
+
+
+# --- node leases (kube-node-lease) -------------------------------------------------------
+
+
+@attrs.frozen(slots=True)
+class NodeLease:
+    """A kubelet's heartbeat Lease in kube-node-lease, for the lease garbage collector."""
+
+    namespace: str
+    name: str
+    resource_version: str
+    holder: str = ""
+    renew_time: datetime | None = None
+    lease_duration_seconds: int | None = None
+    creation_timestamp: datetime | None = None
+    owners: tuple[OwnerRef, ...] = ()
+
+    @property
+    def last_activity(self) -> datetime | None:
+        """When it was last renewed (or created, if never renewed)."""
+        return self.renew_time or self.creation_timestamp
+
+
+def node_lease(data: Mapping[str, Any]) -> NodeLease:
+    meta = data.get("metadata") or {}
+    spec = data.get("spec") or {}
+    try:
+        duration = spec.get("leaseDurationSeconds")
+        return NodeLease(
+            namespace=str(meta.get("namespace", "")),
+            name=str(meta.get("name", "")),
+            resource_version=str(meta.get("resourceVersion", "")),
+            holder=str(spec.get("holderIdentity") or ""),
+            renew_time=parse_time(spec.get("renewTime")),
+            lease_duration_seconds=None if duration is None else int(duration),
+            creation_timestamp=parse_time(meta.get("creationTimestamp")),
+            owners=tuple(
+                OwnerRef(str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")))
+                for o in meta.get("ownerReferences") or ()
+            ),
+        )
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ProjectionError(str(exc)) from exc
+
+
+# Re-exported for type annotations elsewhere.
+RecordTypes = (
+    PodInfo, NodeInfo, NodeClaim, NodePool, NodeOverlay, EC2NodeClass, DaemonSetInfo,
+    BudgetInfo, PersistentVolumeClaim, PersistentVolume, StorageClass, NamespaceInfo, NodeLease,
+)  # fmt: skip
