@@ -63,6 +63,8 @@ class Rendered:
 
 
 _OMIT = object()
+# Pass as a `FieldError` value to render the error without one (Go's field.OmitValueType).
+OMITTED: Any = _OMIT
 # Error types whose rendering never shows the bad value.
 _VALUELESS = frozenset(
     {ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG, ErrorType.INTERNAL}

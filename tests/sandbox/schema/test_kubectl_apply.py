@@ -72,7 +72,7 @@ async def test_kubectl_apply_enforces_karpenter_validation(apply):
     assert code == 1
     assert output == (
         'The NodePool "restricted" is invalid: spec.template.spec.requirements[0].key: '
-        'Invalid value: "string": label "karpenter.sh/nodepool" is restricted'
+        'Invalid value: "karpenter.sh/nodepool": label "karpenter.sh/nodepool" is restricted'
     )
 
     both = copy.deepcopy(EC2NODECLASS)
@@ -81,6 +81,6 @@ async def test_kubectl_apply_enforces_karpenter_validation(apply):
     code, output = await apply(both)
     assert code == 1
     assert output == (
-        'The EC2NodeClass "both" is invalid: spec: Invalid value: "object": '
+        'The EC2NodeClass "both" is invalid: spec: Invalid value: '
         "must specify exactly one of ['role', 'instanceProfile']"
     )

@@ -8,11 +8,14 @@ on update (through object fields, map entries and ``map``-list items, never thro
 other lists). A transition rule (one that uses ``oldSelf``) runs only when an old value
 exists, unless ``optionalOldSelf`` is set, in which case ``oldSelf`` is an optional.
 
-A failing rule is reported at the node (or below it, at its ``fieldPath``) with the
-node's schema type as the bad value, and ``reason`` choosing the error type::
+A failing rule is reported at the node (or below it, at its ``fieldPath``) with
+``reason`` choosing the error type. The bad value shown is the value itself when it is a
+scalar, and no value at all for objects and lists or when the message came from a
+``messageExpression`` (current kube-apiserver; older releases showed the schema type)::
 
-    spec: Invalid value: "object": Cannot transition NodePool between static and dynamic
-    spec.x: Invalid value: "string": failed rule: self == oldSelf
+    spec: Invalid value: Cannot transition NodePool between static and dynamic
+    spec.template.spec.requirements[1].key: Invalid value: "karpenter.sh/nodepool": label
+        "karpenter.sh/nodepool" is restricted
 
 An evaluation error is reported with cel-go's text (``<error> evaluating rule:
 <message or rule>``). On update, failures of non-transition rules at values that did not
@@ -25,8 +28,9 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any
 
-from karpy.apis.fielderrors import ErrorType, FieldError
+from karpy.apis.fielderrors import OMITTED, ErrorType, FieldError
 from karpy.durations import DurationError, parse_duration
+from karpy.sandbox.apiserver.schema.gofmt import shown
 from karpy.sandbox.apiserver.schema.cel.stdlib import parse_timestamp
 from karpy.sandbox.apiserver.schema.cel.values import (
     CelEvalError,
@@ -209,11 +213,13 @@ class _RuleWalk:
             error_path = path
             if rule.field_path:
                 error_path = f"{path}.{rule.field_path}" if path else rule.field_path
-            detail = self.message(rule, self_value, old_arg)
-            self.errors.append(_rule_error(error_path or "<nil>", type_value, detail, rule.reason))
+            detail, from_expression = self.message(rule, self_value, old_arg)
+            shown_value = OMITTED if from_expression else _display_value(value)
+            self.errors.append(_rule_error(error_path or "<nil>", shown_value, detail, rule.reason))
 
     @staticmethod
-    def message(rule: CompiledRule, self_value: Any, old_arg: Any) -> str:
+    def message(rule: CompiledRule, self_value: Any, old_arg: Any) -> tuple[str, bool]:
+        """The failure message, and whether a ``messageExpression`` produced it."""
         if rule.message_expression is not None:
             try:
                 text = rule.message_expression.run(self_value, old_arg)
@@ -222,18 +228,25 @@ class _RuleWalk:
             if isinstance(text, str):
                 trimmed = text.strip()
                 if trimmed and "\n" not in trimmed and len(trimmed.encode()) <= _MAX_MESSAGE_BYTES:
-                    return trimmed
-        return rule.message or f"failed rule: {rule.rule.strip()}"
+                    return trimmed, True
+        return rule.message or f"failed rule: {rule.rule.strip()}", False
 
 
-def _rule_error(path: str, type_value: str, detail: str, reason: ErrorType | None) -> FieldError:
+def _display_value(value: Any) -> Any:
+    """The bad value a failed rule shows: scalars as they are, compound values omitted."""
+    if isinstance(value, dict | list):
+        return OMITTED
+    return shown(value)
+
+
+def _rule_error(path: str, value: Any, detail: str, reason: ErrorType | None) -> FieldError:
     if reason is ErrorType.FORBIDDEN:
         return FieldError.forbidden(path, detail)
     if reason is ErrorType.REQUIRED:
         return FieldError.required(path, detail)
     if reason is ErrorType.DUPLICATE:
-        return FieldError.duplicate(path, type_value)
-    return FieldError(path, ErrorType.INVALID, type_value, detail)
+        return FieldError(path, ErrorType.DUPLICATE, value)
+    return FieldError(path, ErrorType.INVALID, value, detail)
 
 
 def evaluate_rules(root: SchemaNode, obj: Any, old: Any | None) -> list[FieldError]:
