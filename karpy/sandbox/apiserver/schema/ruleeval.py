@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from karpy.apis.fielderrors import OMITTED, ErrorType, FieldError
 from karpy.durations import DurationError, parse_duration
-from karpy.sandbox.apiserver.schema.gofmt import shown
 from karpy.sandbox.apiserver.schema.cel.stdlib import parse_timestamp
 from karpy.sandbox.apiserver.schema.cel.values import (
     CelEvalError,
@@ -39,6 +38,7 @@ from karpy.sandbox.apiserver.schema.cel.values import (
     MapList,
     SetList,
 )
+from karpy.sandbox.apiserver.schema.gofmt import shown
 from karpy.sandbox.apiserver.schema.ratchet import MISSING, Correlation, map_list_key
 
 if TYPE_CHECKING:
