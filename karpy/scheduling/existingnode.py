@@ -48,6 +48,7 @@ class ExistingNode:
         "index",
         "node",
         "pods",
+        "position",
         "remaining",
         "requirements",
         "shapes",
@@ -72,6 +73,7 @@ class ExistingNode:
         self.host_ports = host_ports
         self.pods: list[Pod] = []
         self.shapes: list[PodShape] = []
+        self.position = -1  # bit position of the hostname in `Topology.hosts`
 
     @property
     def name(self) -> str:

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["InstanceTypeIndex", "iter_bits"]
 
 OfferingKey = tuple[Requirement | None, Requirement | None, Requirement | None]
+# Memo tables are dropped when they reach this size (they refill with what is in use).
+_CACHE_LIMIT = 100_000
 
 
 def _min_price(it: InstanceType) -> float:
@@ -177,6 +179,8 @@ class InstanceTypeIndex:
         cached = self._requirement_cache.get(req)
         if cached is not None:
             return cached
+        if len(self._requirement_cache) >= _CACHE_LIMIT:
+            self._requirement_cache.clear()  # a long-lived index must not grow without bound
         mask = 0
         negative = req.is_negative
         key = req.key
@@ -207,6 +211,8 @@ class InstanceTypeIndex:
         cached = self._offering_cache.get(key)
         if cached is not None:
             return cached
+        if len(self._offering_cache) >= _CACHE_LIMIT:
+            self._offering_cache.clear()
         mask = 0
         for (z, ct, rid), group in self._offering_groups:
             if zone is not None and not zone.has(z):
@@ -304,6 +310,8 @@ class InstanceTypeIndex:
         cached = self._price_cache.get(key)
         if cached is not None:
             return cached
+        if len(self._price_cache) >= 1_000:
+            self._price_cache.clear()
         prices: dict[int, float] = {}
         for i, it in enumerate(self.types):
             offering = it.cheapest_offering(requirements)

@@ -111,6 +111,7 @@ class NewNodeClaim:
         "options",
         "pods",
         "pool",
+        "position",
         "requests",
         "requirements",
         "reserved",
@@ -136,6 +137,7 @@ class NewNodeClaim:
         self.host_ports: list[HostPort] = []
         self.min_values_relaxed = False
         self.reserved: tuple[str, ...] = ()
+        self.position = -1  # bit position of the hostname in `Topology.hosts`
 
     @property
     def taints(self) -> tuple[Taint, ...]:

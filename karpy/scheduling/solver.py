@@ -39,6 +39,7 @@ from karpy.scheduling.daemonsets import daemon_overhead_groups, existing_node_da
 from karpy.scheduling.existingnode import ExistingNode
 from karpy.scheduling.explain import Explainer
 from karpy.scheduling.finalize import finalize_claims
+from karpy.scheduling.index import iter_bits
 from karpy.scheduling.limits import PoolLimits
 from karpy.scheduling.nodeclaim import RESERVED, NewNodeClaim, Plan, Rejection, is_permanent
 from karpy.scheduling.queue import ClaimOrder, PodQueue
@@ -47,19 +48,18 @@ from karpy.scheduling.resources import ResourceList, subtract
 from karpy.scheduling.results import ExistingNodePlacement, Results, Unschedulable
 from karpy.scheduling.shapes import RESPECT, PodShape, ShapeBuilder
 from karpy.scheduling.topology import BoundPods, Topology
-from karpy.scheduling.topologygroup import AFFINITY, ANTI_AFFINITY
+from karpy.scheduling.topologygroup import AFFINITY, ANTI_AFFINITY, SPREAD
 from karpy.scheduling.validation import pod_problem
 from karpy.scheduling.volumes import VolumeCatalog, VolumeError, volume_requirements
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from karpy.scheduling.context import PoolCandidates, SchedulingContext
     from karpy.scheduling.daemonsets import DaemonOverheadGroup
     from karpy.scheduling.nodes import ClusterNode, Node
     from karpy.scheduling.pods import HostPort, Pod
     from karpy.scheduling.requirements import Requirements
-    from karpy.scheduling.topologygroup import TopologyGroup
 
 __all__ = ["ClusterSnapshot", "Scheduler"]
 
@@ -114,9 +114,9 @@ class Scheduler:
         self.algebra = RequirementAlgebra()
         self.claims: list[NewNodeClaim] = []
         self.claim_order = ClaimOrder()
-        self.claims_by_host: dict[str, NewNodeClaim] = {}
         self.existing: list[ExistingNode] = []
-        self.existing_by_host: dict[str, ExistingNode] = {}
+        # Existing nodes and planned claims by host position (see `Topology.hosts`).
+        self.by_host: dict[int, ExistingNode | NewNodeClaim] = {}
         self.limits = PoolLimits(context, cluster.capacity)
         self.reservations = ReservationManager(context.index.types) if reserved_capacity else None
         self.reserved_fallback = reserved_fallback
@@ -127,6 +127,7 @@ class Scheduler:
             for pool in context.pools
         }
         self.topology: Topology
+        self._solved = False
 
     # -- setup -------------------------------------------------------------------------------
     def _build_existing_nodes(self, excluded: set[str]) -> None:
@@ -155,9 +156,9 @@ class Scheduler:
             existing = ExistingNode(
                 node, i, subtract(available, overhead), list(ports_by_node.get(node.name, ()))
             )
+            existing.position = self.topology.hosts.position(existing.hostname)
             self.existing.append(existing)
-            self.existing_by_host[existing.hostname] = existing
-            self.topology.track_host(existing.hostname)
+            self.by_host[existing.position] = existing
 
     # -- the round ----------------------------------------------------------------------------
     def solve(
@@ -167,7 +168,14 @@ class Scheduler:
         clock: Callable[[], float] = time.monotonic,
         budget: float = DEFAULT_BUDGET_SECONDS,
     ) -> Results:
-        """Place ``pods``; stop placing when ``budget`` seconds of ``clock`` have passed."""
+        """Place ``pods``; stop placing when ``budget`` seconds of ``clock`` have passed.
+
+        A `Scheduler` plans one round: build a new one (cheap, given the context) for the
+        next.
+        """
+        if self._solved:
+            raise RuntimeError("a Scheduler solves one round; create a new one per round")
+        self._solved = True
         started = clock()
         deadline = started + budget
         unschedulable: list[Unschedulable] = []
@@ -268,33 +276,53 @@ class Scheduler:
         return self._add_to_new_claim(pod, shape)
 
     # -- where to look --------------------------------------------------------------------------
-    def _candidate_hosts(self, shape: PodShape) -> set[str] | None:
-        """Hostnames a pod of ``shape`` may use, when hostname topology says so (else None)."""
+    def _candidate_hosts(self, shape: PodShape) -> int | None:
+        """Host positions (a bitset) a pod of ``shape`` may use, or None for any.
+
+        Hostname anti-affinity allows only hosts without a selected pod; a spread
+        constraint the pod counts toward allows hosts below ``maxSkew``; affinity allows
+        hosts that already hold a selected pod. Positions index `Topology.hosts`.
+        """
         groups = self.topology.matching_groups(shape)
         if not groups:
             return None
-        allowed: set[str] | None = None
+        allowed: int | None = None
+        every = self.topology.hosts.all
         for group in groups:
             if not group.is_hostname:
                 continue
-            hosts = _hosts_allowed(group)
-            if hosts is None:
+            if group.kind == ANTI_AFFINITY or (
+                group.kind == SPREAD and group.selects(shape.namespace, shape.labels)
+            ):
+                mask = every & ~group.full_hosts
+            elif group.kind == AFFINITY and group.nonzero_hosts:
+                # Pods cannot require a hostname, so some selected pod is always
+                # compatible: the pod must join one of the hosts already holding one.
+                mask = group.nonzero_hosts
+            else:
                 continue
-            allowed = set(hosts) if allowed is None else allowed & hosts
+            allowed = mask if allowed is None else allowed & mask
         return allowed
 
-    def _add_to_existing_node(self, pod: Pod, shape: PodShape, hosts: set[str] | None) -> bool:
+    def _indexed(self, hosts: int, size: int) -> list[ExistingNode | NewNodeClaim] | None:
+        """The nodes at the positions of ``hosts`` when there are few enough to list."""
+        if hosts.bit_count() * _INDEX_SHARE >= size:
+            return None
+        by_position = self.by_host
+        return [by_position[p] for p in iter_bits(hosts) if p in by_position]
+
+    def _add_to_existing_node(self, pod: Pod, shape: PodShape, hosts: int | None) -> bool:
         existing = self.existing
         if not existing:
             return False
         cache = shape.cache
         start: int = cache.get("existing_cursor", 0)
-        if hosts is not None and len(hosts) * _INDEX_SHARE < len(existing):
-            candidates = sorted(
-                (self.existing_by_host[h] for h in hosts if h in self.existing_by_host),
-                key=lambda n: n.index,
+        listed = self._indexed(hosts, len(existing)) if hosts is not None else None
+        if listed is not None:
+            nodes = sorted(
+                (n for n in listed if isinstance(n, ExistingNode)), key=lambda n: n.index
             )
-            for node in candidates:
+            for node in nodes:
                 if node.index < start:
                     continue
                 plan = node.can_add(shape, algebra=self.algebra, topology=self.topology)
@@ -305,7 +333,7 @@ class Scheduler:
         cursor_moving = True
         for i in range(start, len(existing)):
             node = existing[i]
-            if hosts is not None and node.hostname not in hosts:
+            if hosts is not None and not hosts >> node.position & 1:
                 cursor_moving = False
                 continue
             plan = node.can_add(shape, algebra=self.algebra, topology=self.topology)
@@ -318,24 +346,26 @@ class Scheduler:
                 cursor_moving = False
         return False
 
-    def _add_to_inflight_claim(self, pod: Pod, shape: PodShape, hosts: set[str] | None) -> bool:
+    def _add_to_inflight_claim(self, pod: Pod, shape: PodShape, hosts: int | None) -> bool:
         if not self.claims:
             return False
         rejected: set[int] | None = shape.cache.get("rejected_claims")
-        if hosts is not None and len(hosts) * _INDEX_SHARE < len(self.claims):
+        listed = self._indexed(hosts, len(self.claims)) if hosts is not None else None
+        candidates: Iterable[int]
+        if listed is not None:
             order = sorted(
-                (self.claims_by_host[h] for h in hosts if h in self.claims_by_host),
+                (c for c in listed if isinstance(c, NewNodeClaim)),
                 key=lambda c: (len(c.pods), c.index),
             )
             candidates = [c.index for c in order]
         else:
-            candidates = self.claim_order  # type: ignore[assignment]
+            candidates = self.claim_order
         claims = self.claims
         for i in candidates:
             if rejected is not None and i in rejected:
                 continue
             claim = claims[i]
-            if hosts is not None and claim.hostname not in hosts:
+            if hosts is not None and not hosts >> claim.position & 1:
                 continue
             plan = claim.can_add(
                 shape,
@@ -400,9 +430,9 @@ class Scheduler:
             self.reservations.hold(claim.hostname, plan.reservations)
 
     def _open(self, claim: NewNodeClaim) -> None:
+        claim.position = self.topology.hosts.position(claim.hostname)
         self.claims.append(claim)
-        self.claims_by_host[claim.hostname] = claim
-        self.topology.track_host(claim.hostname)
+        self.by_host[claim.position] = claim
 
     # -- for explanations and finalisation -------------------------------------------------------
     def fresh_claim(self, pool: PoolCandidates) -> NewNodeClaim | Rejection:
@@ -410,17 +440,6 @@ class Scheduler:
         if not options:
             return Rejection("limits", self.limits.describe(pool))
         return NewNodeClaim(pool, options, self.daemon_groups[pool.template.nodepool], -1)
-
-
-def _hosts_allowed(group: TopologyGroup) -> set[str] | None:
-    """Hosts a hostname-keyed group allows, when it can say so as a set (else None)."""
-    if group.kind == ANTI_AFFINITY:
-        return group.empty_hosts
-    if group.kind == AFFINITY and group.nonzero:
-        # Pods cannot require a hostname, so some selected pod is always compatible and
-        # the pod must join one of the hosts already holding one.
-        return group.nonzero
-    return None
 
 
 def _ignored(problem: str) -> str:

@@ -36,6 +36,7 @@ from karpy.scheduling.topologygroup import (
     IGNORE,
     MAX_SKEW_UNBOUNDED,
     SPREAD,
+    HostIndex,
     TopologyGroup,
     TopologyNodeFilter,
     pod_domains_for,
@@ -153,8 +154,6 @@ class Topology:
     __slots__ = (
         "_domain_nodes",
         "_groups",
-        "_host_anti",
-        "_hosts",
         "_inverse",
         "_namespace_labels",
         "_node_requirements",
@@ -163,6 +162,7 @@ class Topology:
         "_universe",
         "excluded",
         "generation",
+        "hosts",
         "policy",
     )
 
@@ -185,8 +185,7 @@ class Topology:
         self._groups = _SelectionIndex()
         self._inverse = _SelectionIndex()
         self._node_requirements: dict[str, Requirements] = {}
-        self._hosts: list[str] = []
-        self._host_anti: list[TopologyGroup] = []
+        self.hosts = HostIndex()
         self.excluded = excluded
         self.policy = policy
         self.generation = 0
@@ -225,6 +224,7 @@ class Topology:
             None,
             EMPTY_FILTER,
             self._universe.domains(term.topology_key, tolerations),
+            self.hosts,
         )
         existing = self._inverse.groups.get(group.identity())
         if existing is not None:
@@ -244,16 +244,6 @@ class Topology:
 
     def _created(self, group: TopologyGroup) -> None:
         self.generation += 1
-        if group.empty_hosts is not None:
-            group.empty_hosts.update(h for h in self._hosts if group.count(h) == 0)
-            self._host_anti.append(group)
-
-    def track_host(self, hostname: str) -> None:
-        """A node (existing or planned) pods may use: index it for hostname anti-affinity."""
-        self._hosts.append(hostname)
-        for group in self._host_anti:
-            if group.count(hostname) == 0 and group.empty_hosts is not None:
-                group.empty_hosts.add(hostname)
 
     def prepare(self, shape: PodShape) -> None:
         """Create (and count) the groups ``shape`` owns; Karpenter's ``Topology.Update``."""
@@ -291,6 +281,7 @@ class Topology:
                         self._universe.domains(
                             tsc.topology_key, shape.tolerations if honor else None
                         ),
+                        self.hosts,
                     )
                 )
             )
@@ -313,6 +304,7 @@ class Topology:
                         None,
                         EMPTY_FILTER,
                         self._universe.domains(term.topology_key, shape.tolerations),
+                        self.hosts,
                     )
                 )
             )

@@ -78,13 +78,41 @@ class TopologyNodeFilter:
 EMPTY_FILTER: Final = TopologyNodeFilter()
 
 
+class HostIndex:
+    """Stable bit positions for hostnames, shared by the groups and the solver of a round."""
+
+    __slots__ = ("_names", "_positions")
+
+    def __init__(self) -> None:
+        self._positions: dict[str, int] = {}
+        self._names: list[str] = []
+
+    def position(self, hostname: str) -> int:
+        position = self._positions.get(hostname)
+        if position is None:
+            position = self._positions[hostname] = len(self._names)
+            self._names.append(hostname)
+        return position
+
+    def name(self, position: int) -> str:
+        return self._names[position]
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    @property
+    def all(self) -> int:
+        return (1 << len(self._names)) - 1
+
+
 class TopologyGroup:
     __slots__ = (
         "_in",
         "_sorted",
         "domains",
         "empty",
-        "empty_hosts",
+        "full_hosts",
+        "hosts",
         "is_hostname",
         "key",
         "kind",
@@ -93,6 +121,7 @@ class TopologyGroup:
         "namespaces",
         "node_filter",
         "nonzero",
+        "nonzero_hosts",
         "selector",
     )
 
@@ -106,6 +135,7 @@ class TopologyGroup:
         min_domains: int | None,
         node_filter: TopologyNodeFilter,
         domains: Iterable[str] = (),
+        hosts: HostIndex | None = None,
     ) -> None:
         self.kind = kind
         self.key = key
@@ -120,10 +150,11 @@ class TopologyGroup:
         self.nonzero: set[str] = set()
         self._sorted: list[str] | None = None
         self._in: dict[str, Requirement] = {}
-        # Hostname anti-affinity: the known hosts holding no selected pod (candidate index).
-        self.empty_hosts: set[str] | None = (
-            set() if self.is_hostname and kind == ANTI_AFFINITY else None
-        )
+        # Hostname groups index hosts as bits: those with a selected pod, and those "full"
+        # (at maxSkew for spread, holding any selected pod for anti-affinity).
+        self.hosts = hosts if hosts is not None else HostIndex()
+        self.nonzero_hosts = 0
+        self.full_hosts = 0
         if not self.is_hostname:
             for domain in domains:
                 self.register(domain)
@@ -159,8 +190,11 @@ class TopologyGroup:
         self.domains[domain] = count + 1
         self.empty.discard(domain)
         self.nonzero.add(domain)
-        if self.empty_hosts is not None:
-            self.empty_hosts.discard(domain)
+        if self.is_hostname:
+            bit = 1 << self.hosts.position(domain)
+            self.nonzero_hosts |= bit
+            if self.kind == ANTI_AFFINITY or (self.kind == SPREAD and count + 1 >= self.max_skew):
+                self.full_hosts |= bit
 
     def count(self, domain: str) -> int:
         return self.domains.get(domain, 0)
