@@ -256,6 +256,10 @@ class ClusterState:
             return 0.0
         return self.clock.monotonic() - self._unsynced_since
 
+    def kind_synced(self, *kinds_: str) -> bool:
+        """Have the informers of all ``kinds_`` listed at least once?"""
+        return all(kind in self._synced_kinds for kind in kinds_)
+
     def missing_kinds(self) -> list[str]:
         return sorted(self.watched - self._synced_kinds)
 
