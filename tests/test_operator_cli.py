@@ -20,6 +20,7 @@ from karpy import cli
 from karpy.log import configure_logging
 from karpy.operator import ComponentFailed, Operator, serve
 from karpy.settings import OPTIONS, Settings
+from tests.e2e.processes import apiserver_process, free_port
 
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
@@ -100,15 +101,41 @@ def test_unopenable_log_output_exits_2_with_one_line(tmp_path):
 # --- a good configuration: start line, clean stop on a signal --------------------------------
 
 
+def test_no_kubernetes_configuration_exits_2_with_one_line(tmp_path):
+    missing = tmp_path / "nowhere" / "kubeconfig"
+    result = run_controller(controller_env(CLUSTER_NAME="demo", KUBECONFIG=str(missing)))
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"karpy controller: no Kubernetes API configured: kubeconfig '{missing}' does not "
+        "exist and KUBERNETES_SERVICE_HOST is not set (not running in a pod)\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    with apiserver_process(tmp_path_factory.mktemp("emulator")) as server:
+        yield server
+
+
+def with_api(emulator, **settings: str) -> dict[str, str]:
+    """Settings for a controller that can reach the emulator, on free ports."""
+    return controller_env(KUBECONFIG=str(emulator.kubeconfig), METRICS_PORT=str(free_port()),
+                          HEALTH_PROBE_PORT=str(free_port()), **settings)  # fmt: skip
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
-def test_controller_logs_its_start_and_stops_cleanly_on_a_signal(stop_signal):
+def test_controller_logs_its_start_and_stops_cleanly_on_a_signal(stop_signal, emulator):
     process = start_controller(
-        controller_env(CLUSTER_NAME="demo", SYSTEM_NAMESPACE="karpy"), "--batch-max-duration=20s"
-    )
+        with_api(emulator, CLUSTER_NAME="demo", SYSTEM_NAMESPACE="karpy",
+                 DISABLE_LEADER_ELECTION="true"),
+        "--batch-max-duration=20s",
+    )  # fmt: skip
     try:
         assert process.stdout is not None
         start = orjson.loads(process.stdout.readline())
+        while "informers synced" not in process.stdout.readline():
+            pass
         process.send_signal(stop_signal)
         out, err = process.communicate(timeout=30)
     finally:
@@ -124,19 +151,22 @@ def test_controller_logs_its_start_and_stops_cleanly_on_a_signal(stop_signal):
     assert start["settings"]["batchMaxDuration"] == "20s"
     assert start["settings"]["leaderElectionNamespace"] == "karpy"
     rest = [orjson.loads(line) for line in out.splitlines()]
-    assert [line["message"] for line in rest] == ["stopping", "stopped"]
-    assert rest[0]["signal"] == stop_signal.name
+    stopping = next(line for line in rest if line["message"] == "stopping")
+    assert stopping["signal"] == stop_signal.name
+    assert rest[-1]["message"] == "stopped"
+    assert all(line["level"] == "INFO" for line in rest)
     assert process.returncode == 0
     assert err == ""
 
 
 @pytest.mark.timeout(60)
-def test_console_format_and_file_output(tmp_path):
+def test_console_format_and_file_output(tmp_path, emulator):
     path = tmp_path / "karpy.log"
     process = start_controller(
-        controller_env(CLUSTER_NAME="demo", LOG_OUTPUT_PATHS=f"stdout,{path}"),
+        with_api(emulator, CLUSTER_NAME="demo", LOG_OUTPUT_PATHS=f"stdout,{path}",
+                 LEADER_ELECTION_NAMESPACE="default"),
         "--log-format=console",
-    )
+    )  # fmt: skip
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
