@@ -129,8 +129,9 @@ class ControllerProcess:
             self.process.wait()
         self._reader.join(5)
         assert self.process.stderr is not None
-        self.stderr = self.process.stderr.read()
-        self.process.stderr.close()
+        if not self.process.stderr.closed:
+            self.stderr = self.process.stderr.read()
+            self.process.stderr.close()
         return int(self.process.returncode)
 
     def kill(self) -> None:
