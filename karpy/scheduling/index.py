@@ -279,6 +279,27 @@ class InstanceTypeIndex:
             found.add(ct)
         return sorted(found)
 
+    def max_allocatable(self, mask: int, resource: str) -> int:
+        """The largest allocatable ``resource`` among the types in ``mask`` (0 if none)."""
+        values = self._resource_values.get(resource)
+        if values is None:
+            return 0
+        masks = self._resource_masks[resource]
+        # masks[j] holds the types with at least values[j]: find the highest j that hits.
+        high = len(values) - 1
+        if mask & masks[high]:
+            return values[high]  # the usual case: the largest type is still an option
+        low = 0
+        if not mask & masks[0]:
+            return 0
+        while low < high:
+            middle = (low + high + 1) // 2
+            if mask & masks[middle]:
+                low = middle
+            else:
+                high = middle - 1
+        return values[low]
+
     def largest(self, mask: int, resource: str) -> InstanceType | None:
         """The type in ``mask`` with the most allocatable ``resource`` (ties: first)."""
         best: InstanceType | None = None

@@ -115,6 +115,7 @@ class NewNodeClaim:
         "requests",
         "requirements",
         "reserved",
+        "room",
         "shapes",
     )
 
@@ -138,6 +139,8 @@ class NewNodeClaim:
         self.min_values_relaxed = False
         self.reserved: tuple[str, ...] = ()
         self.position = -1  # bit position of the hostname in `Topology.hosts`
+        # Per resource, what the largest remaining option has left (kept by the solver).
+        self.room: dict[str, int] = {}
 
     @property
     def taints(self) -> tuple[Taint, ...]:

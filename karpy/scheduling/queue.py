@@ -13,6 +13,7 @@ moving one after an add is a removal and an insertion, not a sort of every claim
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_left, insort
 from collections import deque
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 from karpy.scheduling.resources import CPU, MEMORY
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable, Iterator, Mapping
 
     from karpy.scheduling.pods import Pod
 
@@ -68,15 +69,29 @@ class PodQueue:
 
 
 class ClaimOrder:
-    """Claim indices bucketed by pod count; iteration yields fewest-pods-first."""
+    """Claim indices bucketed by pod count; iteration yields fewest-pods-first.
 
-    __slots__ = ("_buckets", "_counts")
+    Claims can also be set aside. A *closed* claim has no room for any pod of the round
+    and never comes back. A *parked* claim has less room for one resource than the pod
+    being placed needs; it comes back (`unpark`) as soon as a pod asks for no more than
+    its room. Pods are queued largest first, so parked claims mostly stay parked until
+    the requests shrink, and pods stop walking past nodes they cannot fit on.
+    """
+
+    __slots__ = ("_buckets", "_counts", "_parked", "_pods")
 
     def __init__(self) -> None:
         self._buckets: dict[int, list[int]] = {}
         self._counts: list[int] = []
+        self._pods: dict[int, int] = {}  # claim -> pod count, for claims in the order
+        # resource -> heap of (-room, claim, pods): the roomiest parked claim on top
+        self._parked: dict[str, list[tuple[int, int, int]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._pods)
 
     def insert(self, claim: int, pods: int) -> None:
+        self._pods[claim] = pods
         bucket = self._buckets.get(pods)
         if bucket is None:
             self._buckets[pods] = [claim]
@@ -84,16 +99,37 @@ class ClaimOrder:
         else:
             insort(bucket, claim)
 
-    def remove(self, claim: int, pods: int) -> None:
+    def remove(self, claim: int) -> int:
+        pods = self._pods.pop(claim)
         bucket = self._buckets[pods]
         del bucket[bisect_left(bucket, claim)]
         if not bucket:
             del self._buckets[pods]
             del self._counts[bisect_left(self._counts, pods)]
+        return pods
 
-    def moved(self, claim: int, old_pods: int, new_pods: int) -> None:
-        self.remove(claim, old_pods)
-        self.insert(claim, new_pods)
+    def moved(self, claim: int, pods: int) -> None:
+        """``claim`` now holds ``pods`` pods."""
+        if claim in self._pods:
+            self.remove(claim)
+        self.insert(claim, pods)
+
+    def park(self, claim: int, pods: int, resource: str, room: int) -> None:
+        if claim in self._pods:
+            self.remove(claim)
+        heapq.heappush(self._parked.setdefault(resource, []), (-room, claim, pods))
+
+    def unpark(self, requests: Mapping[str, int]) -> None:
+        """Bring back parked claims with room for ``requests`` in their parked resource."""
+        for resource, heap in self._parked.items():
+            need = requests.get(resource, 0)
+            while heap and -heap[0][0] >= need:
+                _, claim, pods = heapq.heappop(heap)
+                if claim not in self._pods:
+                    self.insert(claim, pods)
+
+    def __contains__(self, claim: int) -> bool:
+        return claim in self._pods
 
     def __iter__(self) -> Iterator[int]:
         # Callers stop iterating before they move a claim, so no copies are needed.

@@ -69,6 +69,8 @@ PLACED: Final = "placed"
 FAILED: Final = "failed"
 WAIT_FOR_RESERVATION: Final = "wait for reservation"
 MAX_INSTANCE_TYPES: Final = 600
+# Resources whose room a planned claim tracks, to skip claims too small for a pod.
+_ROOM_RESOURCES: Final = ("cpu", "memory")
 # Use an index of candidate hosts when it is smaller than this share of the nodes.
 _INDEX_SHARE: Final = 4
 
@@ -128,6 +130,7 @@ class Scheduler:
         }
         self.topology: Topology
         self._solved = False
+        self.smallest_requests: dict[str, int] = {}
 
     # -- setup -------------------------------------------------------------------------------
     def _build_existing_nodes(self, excluded: set[str]) -> None:
@@ -194,6 +197,7 @@ class Scheduler:
             self.topology.prepare(shape)
         self._build_existing_nodes(excluded)
         shape_of = {id(pod): shape for pod, shape in schedulable}
+        self.smallest_requests = _smallest_requests(s.requests for s in shapes.shapes)
         queue = PodQueue(pod for pod, _ in schedulable)
         failed: dict[int, Pod] = {}
         deferred: list[Pod] = []
@@ -350,22 +354,30 @@ class Scheduler:
         if not self.claims:
             return False
         rejected: set[int] | None = shape.cache.get("rejected_claims")
+        order = self.claim_order
+        requests = shape.requests
+        order.unpark(requests)
         listed = self._indexed(hosts, len(self.claims)) if hosts is not None else None
         candidates: Iterable[int]
         if listed is not None:
-            order = sorted(
-                (c for c in listed if isinstance(c, NewNodeClaim)),
+            ranked = sorted(
+                (c for c in listed if isinstance(c, NewNodeClaim) and c.index in order),
                 key=lambda c: (len(c.pods), c.index),
             )
-            candidates = [c.index for c in order]
+            candidates = [c.index for c in ranked]
         else:
-            candidates = self.claim_order
+            candidates = order
         claims = self.claims
+        parked: list[tuple[NewNodeClaim, str, int]] = []
         for i in candidates:
             if rejected is not None and i in rejected:
                 continue
             claim = claims[i]
             if hosts is not None and not hosts >> claim.position & 1:
+                continue
+            short = _short_of(claim.room, requests)
+            if short is not None:
+                parked.append((claim, *short))
                 continue
             plan = claim.can_add(
                 shape,
@@ -378,16 +390,21 @@ class Scheduler:
                 reserved_fallback=self.reserved_fallback,
             )
             if isinstance(plan, Plan):
-                before = len(claim.pods)
+                self._park(parked)
                 self._hold(claim, plan)
                 claim.add(pod, shape, plan, self.topology, self.well_known)
-                self.claim_order.moved(claim.index, before, before + 1)
+                self._reorder(claim)
                 return True
             if is_permanent(plan):
                 if rejected is None:
                     rejected = shape.cache["rejected_claims"] = set()
                 rejected.add(i)
+        self._park(parked)
         return False
+
+    def _park(self, parked: list[tuple[NewNodeClaim, str, int]]) -> None:
+        for claim, resource, room in parked:
+            self.claim_order.park(claim.index, len(claim.pods), resource, room)
 
     def _add_to_new_claim(self, pod: Pod, shape: PodShape) -> str:
         index = self.context.index
@@ -415,7 +432,7 @@ class Scheduler:
                 self._open(claim)
                 self._hold(claim, plan)
                 claim.add(pod, shape, plan, self.topology, self.well_known)
-                self.claim_order.insert(claim.index, 1)
+                self._reorder(claim)
                 self.limits.reserve(pool, claim.options)
                 return PLACED
             if plan.kind == RESERVED:
@@ -424,6 +441,32 @@ class Scheduler:
             if is_permanent(plan):
                 shape.cache[cache_key] = True
         return FAILED
+
+    def _reorder(self, claim: NewNodeClaim) -> None:
+        """Re-rank a claim that gained a pod; close it once no pod of the round can fit.
+
+        Its room is, per resource, what its largest remaining option has left. A claim is
+        closed when some room is below the smallest request any pod of the round makes:
+        no later pod can join it, so it no longer costs a look per pod.
+        """
+        order = self.claim_order
+        index = self.context.index
+        room = claim.room
+        for resource in _ROOM_RESOURCES:
+            room[resource] = index.max_allocatable(claim.options, resource) - claim.requests.get(
+                resource, 0
+            )
+        for resource, smallest in self.smallest_requests.items():
+            left = room.get(resource)
+            if left is None:
+                left = index.max_allocatable(claim.options, resource) - claim.requests.get(
+                    resource, 0
+                )
+            if left < smallest:
+                if claim.index in order:
+                    order.remove(claim.index)
+                return
+        order.moved(claim.index, len(claim.pods))
 
     def _hold(self, claim: NewNodeClaim, plan: Plan) -> None:
         if self.reservations is not None and (plan.reservations or claim.reserved):
@@ -440,6 +483,31 @@ class Scheduler:
         if not options:
             return Rejection("limits", self.limits.describe(pool))
         return NewNodeClaim(pool, options, self.daemon_groups[pool.template.nodepool], -1)
+
+
+def _short_of(room: Mapping[str, int], requests: Mapping[str, int]) -> tuple[str, int] | None:
+    """The resource (and room) a claim lacks for ``requests``, if any."""
+    for resource in _ROOM_RESOURCES:
+        left = room.get(resource)
+        if left is not None and left < requests.get(resource, 0):
+            return resource, left
+    return None
+
+
+def _smallest_requests(requests: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """Per resource, the smallest request of any pod (resources every pod requests)."""
+    smallest: dict[str, int] | None = None
+    for lst in requests:
+        if smallest is None:
+            smallest = {k: v for k, v in lst.items() if v > 0}
+            continue
+        for name in list(smallest):
+            value = lst.get(name, 0)
+            if value <= 0:
+                del smallest[name]
+            elif value < smallest[name]:
+                smallest[name] = value
+    return smallest or {}
 
 
 def _ignored(problem: str) -> str:

@@ -90,3 +90,11 @@ def test_price_order_follows_the_offerings_requirements_allow() -> None:
 
 def test_capacity_types_of_a_set() -> None:
     assert INDEX.capacity_types(INDEX.all_mask, Requirements()) == ["on-demand", "spot"]
+
+
+def test_max_allocatable_is_the_largest_option() -> None:
+    assert INDEX.max_allocatable(INDEX.all_mask, "cpu") == 8000
+    small_or_arm = INDEX.all_mask & ~(1 << INDEX.position(LARGE))
+    assert INDEX.max_allocatable(small_or_arm, "cpu") == 4000
+    assert INDEX.max_allocatable(0, "cpu") == 0
+    assert INDEX.max_allocatable(INDEX.all_mask, "nvidia.com/gpu") == 0

@@ -259,3 +259,13 @@ def test_best_effort_min_values_launches_what_it_can() -> None:
     web = f.pod("web", requests=CPU)
     assert Round(pool, web).reason(web) is not None
     assert Round(pool, web, min_values_policy="BestEffort").node_of(web) is not None
+
+
+def test_full_nodes_are_skipped_without_changing_decisions() -> None:
+    # 4-cpu nodes take three 1-cpu pods; later pods must open new nodes, never overfill.
+    types = catalog(entry("four", 4, 16))
+    pods = [f.pod(f"p{i:02d}", requests={"cpu": "1"}) for i in range(10)]
+    done = Round(pods, types=types)
+    assert len(done.claims) == 4
+    per_claim = sorted(len(c["pods"]) for c in done.claims.values())
+    assert per_claim == [1, 3, 3, 3]
