@@ -80,6 +80,7 @@ class ClusterState:
         self._node_by_provider: Map[str, str] = EMPTY
         self._claims_by_pool: Map[str, Map[str, NodeClaim]] = EMPTY
         self._claim_by_provider: Map[str, str] = EMPTY
+        self._claims_of_provider: Map[str, Map[str, bool]] = EMPTY
         self._node_of_claim: Map[str, str] = EMPTY
         self._claim_of_node: Map[str, str] = EMPTY
         self._synced_kinds: set[str] = set()
@@ -151,14 +152,11 @@ class ClusterState:
         new_pid = new.provider_id if new is not None else ""
         if old_pid and old_pid != new_pid and self._node_by_provider.get(old_pid) == name:
             self._node_by_provider = self._node_by_provider.delete(old_pid)
-            self._unpair_node(name)
+            self._repair(old_pid)
+        self._unpair_node(name)
         if new_pid:
             self._node_by_provider = self._node_by_provider.set(new_pid, name)
-            claim = self._claim_by_provider.get(new_pid)
-            if claim is not None:
-                self._pair(claim, name)
-        if new is None:
-            self._unpair_node(name)
+            self._repair(new_pid)
 
     def _index_nodeclaim(self, change: StateChange) -> None:
         old: NodeClaim | None = change.old
@@ -173,22 +171,30 @@ class ClusterState:
         old_pid = (old.status.provider_id or "") if old is not None else ""
         new_pid = (new.status.provider_id or "") if new is not None else ""
         if old_pid and old_pid != new_pid:
-            if self._claim_by_provider.get(old_pid) == name:
-                self._claim_by_provider = self._claim_by_provider.delete(old_pid)
+            self._claims_of_provider = _drop(self._claims_of_provider, old_pid, name)
             self._unpair_claim(name)
-        if new is None:
-            self._unpair_claim(name)
-        elif new_pid:
-            self._claim_by_provider = self._claim_by_provider.set(new_pid, name)
-            node = self._node_by_provider.get(new_pid)
-            if node is not None:
-                self._pair(name, node)
+            self._repair(old_pid)
+        if new_pid and old_pid != new_pid:
+            self._claims_of_provider = _put(self._claims_of_provider, new_pid, name, True)
+            self._repair(new_pid)
 
-    def _pair(self, claim: str, node: str) -> None:
-        self._unpair_claim(claim)
-        self._unpair_node(node)
-        self._node_of_claim = self._node_of_claim.set(claim, node)
-        self._claim_of_node = self._claim_of_node.set(node, claim)
+    def _repair(self, provider_id: str) -> None:
+        """Re-derive who pairs with whom for ``provider_id``: its Node (if any) with one of
+        the NodeClaims naming it (the first by name, should there be several)."""
+        claims = self._claims_of_provider.get(provider_id, EMPTY)
+        chosen = min(claims) if claims else None
+        for claim in claims:
+            self._unpair_claim(claim)
+        if chosen is None:
+            self._claim_by_provider = self._claim_by_provider.delete(provider_id) if (
+                provider_id in self._claim_by_provider) else self._claim_by_provider  # fmt: skip
+            return
+        self._claim_by_provider = self._claim_by_provider.set(provider_id, chosen)
+        node = self._node_by_provider.get(provider_id)
+        if node is not None:
+            self._unpair_node(node)
+            self._node_of_claim = self._node_of_claim.set(chosen, node)
+            self._claim_of_node = self._claim_of_node.set(node, chosen)
 
     def _unpair_claim(self, claim: str) -> None:
         node = self._node_of_claim.get(claim)
@@ -241,12 +247,14 @@ class ClusterState:
         return answer
 
     def unpaired(self) -> list[str]:
-        """NodeClaims whose provider ID names a known Node they are not paired with."""
+        """NodeClaims whose provider ID names a known Node that is paired with no
+        NodeClaim. (Two NodeClaims naming one instance cannot both be paired; the Node
+        pairs with the one seen last, as Karpenter keys its nodes by provider ID.)"""
         out = []
         for name, claim in self._objects[kinds.NODECLAIM].items():
             pid = claim.status.provider_id
             node = self._node_by_provider.get(pid) if pid else None
-            if node is not None and self._node_of_claim.get(name) != node:
+            if node is not None and node not in self._claim_of_node:
                 out.append(name)
         return out
 
