@@ -38,6 +38,7 @@ __all__ = [
     "DaemonOverheadGroup",
     "daemon_overhead_groups",
     "daemonset_pod",
+    "daemonset_pods",
     "existing_node_daemon_overhead",
 ]
 
@@ -47,6 +48,33 @@ class DaemonOverheadGroup:
     mask: int  # instance types (bitset) on which exactly these DaemonSets run
     overhead: ResourceList
     host_ports: tuple[HostPort, ...]
+
+
+def daemonset_pods(daemonsets: Iterable[Mapping[str, Any]], pods: Iterable[Pod]) -> list[Pod]:
+    """One pod per DaemonSet: a running pod of it if there is one, else its template.
+
+    A running pod reflects what the DaemonSet really requests (admission and VPA may have
+    changed it). The DaemonSet controller pins each pod to its node with required node
+    affinity, so the template's required node affinity, when it has one, replaces the
+    pod's, as Karpenter does.
+    """
+    running: dict[tuple[str, str], Pod] = {}
+    for pod in sorted(pods, key=lambda p: (p.namespace, p.name)):
+        for api_version, kind, name in pod.owners:
+            if api_version == "apps/v1" and kind == "DaemonSet":
+                running.setdefault((pod.namespace, name), pod)
+    out = []
+    for daemonset in daemonsets:
+        template = daemonset_pod(daemonset)
+        meta = daemonset.get("metadata") or {}
+        live = running.get((str(meta.get("namespace") or "default"), str(meta.get("name", ""))))
+        if live is None:
+            out.append(template)
+        elif template.required_node_terms:
+            out.append(attrs.evolve(live, required_node_terms=template.required_node_terms))
+        else:
+            out.append(live)
+    return out
 
 
 def daemonset_pod(daemonset: Mapping[str, Any]) -> Pod:

@@ -22,6 +22,7 @@ from karpy.scheduling.nodeclaim import (
     Plan,
     Rejection,
     host_ports_conflict,
+    hostname_mismatch,
 )
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.resources import fits
@@ -90,6 +91,10 @@ class ExistingNode:
             return Rejection(HOST_PORTS)
         if not fits(shape.requests, self.remaining):
             return Rejection(RESOURCES)
+        if shape.hostname_requirement is not None:
+            mismatch = hostname_mismatch(shape.hostname_requirement, self.hostname)
+            if mismatch is not None:
+                return Rejection(REQUIREMENTS, mismatch)
         merged = algebra.merge(self.requirements, shape.requirements, _NONE)
         if not isinstance(merged, Requirements):
             return Rejection(REQUIREMENTS, merged)

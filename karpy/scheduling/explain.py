@@ -175,7 +175,7 @@ class Explainer:
             if isinstance(detail, UndefinedLabel | RequirementConflict):
                 return "topology: " + describe_incompatibility(detail, None)
         if kind == HOST_PORTS:
-            return "host port conflict"
+            return f"host port conflict: {detail}" if detail else "host port conflict"
         if kind == RESERVED:
             return (
                 f"waiting for reserved capacity: {detail}; the pod is retried next round "

@@ -28,7 +28,7 @@ from karpy.apis.labels import CAPACITY_TYPE_RESERVED as RESERVED_CAPACITY
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_ZONE
 from karpy.scheduling.index import iter_bits
 from karpy.scheduling.instancetypes import RESERVATION_ID_LABEL
-from karpy.scheduling.requirements import EXISTS, RequirementConflict, Requirements
+from karpy.scheduling.requirements import EXISTS, Requirement, RequirementConflict, Requirements
 from karpy.scheduling.taints import first_untolerated
 
 if TYPE_CHECKING:
@@ -93,6 +93,15 @@ class Plan:
     options: int = 0
     min_values_relaxed: bool = False
     reservations: tuple[str, ...] = ()  # reservation IDs the node would hold
+
+
+def hostname_mismatch(wanted: Requirement, hostname: str) -> RequirementConflict | None:
+    """A pod's hostname requirement against the node it is tried on."""
+    if wanted.has(hostname):
+        return None
+    return RequirementConflict(
+        LABEL_HOSTNAME, wanted, Requirement.in_values(LABEL_HOSTNAME, hostname)
+    )
 
 
 def host_ports_conflict(ports: Sequence[HostPort], reserved: Sequence[HostPort]) -> bool:
@@ -161,6 +170,10 @@ class NewNodeClaim:
         taint = _untolerated(self.pool, shape)
         if taint is not None:
             return Rejection(TAINTS, taint)
+        if shape.hostname_requirement is not None:
+            mismatch = hostname_mismatch(shape.hostname_requirement, self.hostname)
+            if mismatch is not None:
+                return Rejection(REQUIREMENTS, mismatch)
         merged = algebra.merge(self.requirements, shape.requirements, well_known)
         if not isinstance(merged, Requirements):
             return Rejection(REQUIREMENTS, merged)
@@ -215,11 +228,13 @@ class NewNodeClaim:
             totals[name] = totals.get(name, 0) + value
         remaining = 0
         ports = shape.host_ports
+        blocked = False
         for group in self.daemon_groups:
             candidates = options & group.mask
             if not candidates:
                 continue
             if ports and host_ports_conflict(ports, group.host_ports):
+                blocked = True
                 continue
             if group.overhead:
                 needed = dict(totals)
@@ -229,6 +244,8 @@ class NewNodeClaim:
                 needed = totals
             remaining |= candidates & index.fits_mask(needed)
         if not remaining:
+            if blocked:
+                return Rejection(HOST_PORTS, "a DaemonSet on the node uses the same host port")
             return Rejection(RESOURCES)
         relaxed = False
         if reqs.has_min_values():

@@ -134,7 +134,7 @@ class Pod:
     phase: str = "Pending"
     terminating: bool = False
     creation_timestamp: str = ""
-    owners: tuple[tuple[str, str], ...] = ()  # (apiVersion, kind)
+    owners: tuple[tuple[str, str, str], ...] = ()  # (apiVersion, kind, name)
     unschedulable_condition: bool = False
     nominated_node_name: str = ""
     node_selector: tuple[tuple[str, str], ...] = ()
@@ -167,7 +167,7 @@ class Pod:
         return not self.is_terminal and not self.terminating
 
     def owned_by(self, kind: str, api_version: str) -> bool:
-        return (api_version, kind) in self.owners
+        return any(o[0] == api_version and o[1] == kind for o in self.owners)
 
     @property
     def is_daemonset_pod(self) -> bool:
@@ -403,7 +403,11 @@ def pod_from_dict(data: Mapping[str, Any]) -> Pod:
         terminating=meta.get("deletionTimestamp") is not None,
         creation_timestamp=str(meta.get("creationTimestamp") or ""),
         owners=tuple(
-            (_intern(str(o.get("apiVersion", ""))), _intern(str(o.get("kind", ""))))
+            (
+                _intern(str(o.get("apiVersion", ""))),
+                _intern(str(o.get("kind", ""))),
+                str(o.get("name", "")),
+            )
             for o in meta.get("ownerReferences") or ()
         ),
         unschedulable_condition=unschedulable,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from karpy.apis.labels import LABEL_HOSTNAME
 from karpy.scheduling.requirements import IN, Requirement, Requirements
 from karpy.scheduling.taints import PREFER_NO_SCHEDULE_TOLERATION
 
@@ -50,6 +51,7 @@ class PodShape:
         "_relaxed",
         "cache",
         "host_ports",
+        "hostname_requirement",
         "id",
         "inverse_owned",
         "labels",
@@ -121,9 +123,15 @@ class PodShape:
         self.strict_requirements = strict
         if policy == RESPECT and preferred_node_terms:
             heaviest = max(preferred_node_terms, key=lambda p: p.weight)
-            self.requirements = strict.merge(term_requirements(heaviest.term))
+            requirements = strict.merge(term_requirements(heaviest.term))
         else:
-            self.requirements = strict
+            requirements = strict
+        # Nodes keep their hostname out of their requirement sets (so nodes share them);
+        # a pod's (preferred) hostname requirement is checked against the node directly.
+        self.hostname_requirement = requirements.find(LABEL_HOSTNAME)
+        if self.hostname_requirement is not None:
+            requirements = requirements.without(LABEL_HOSTNAME)
+        self.requirements = requirements
 
     @property
     def has_preferences(self) -> bool:

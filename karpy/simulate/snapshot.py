@@ -21,7 +21,7 @@ from karpy.apis.nodeoverlay import NodeOverlay
 from karpy.apis.nodepool import NodePool
 from karpy.scheduling.catalog import Catalog, CatalogError, parse_catalog
 from karpy.scheduling.context import SchedulingContext, build_context
-from karpy.scheduling.daemonsets import daemonset_pod
+from karpy.scheduling.daemonsets import daemonset_pod, daemonset_pods
 from karpy.scheduling.nodes import cluster_nodes, node_from_dict
 from karpy.scheduling.pods import PodFormatError, pod_from_dict
 from karpy.scheduling.quantity import QuantityError, parse_quantity
@@ -133,6 +133,12 @@ def _namespaces(
     return out
 
 
+def _daemonset_pods(objects: list[Mapping[str, Any]], pods: list[Pod]) -> list[Pod]:
+    for obj in objects:
+        _parse(obj, daemonset_pod)  # report an unusable DaemonSet by name
+    return daemonset_pods(objects, pods)
+
+
 def _pending(pod: Pod, only_unschedulable: bool) -> bool:
     if pod.node_name or pod.is_terminal or pod.terminating:
         return False
@@ -195,7 +201,7 @@ def build_input(
         nodes=tuple(nodes),
         capacity=tuple(capacity),
         bound_pods=tuple(bound),
-        daemonset_pods=tuple(_parse(o, daemonset_pod) for o in by_kind["DaemonSet"]),
+        daemonset_pods=tuple(_daemonset_pods(by_kind["DaemonSet"], pods)),
         namespaces=_namespaces(by_kind["Namespace"], pods),
         volumes=VolumeCatalog.build(
             [_parse(o, pvc_from_dict) for o in by_kind["PersistentVolumeClaim"]],

@@ -58,3 +58,36 @@ def test_existing_nodes_expect_only_daemonsets_not_yet_running_there() -> None:
     agent = daemon("agent", requests={"cpu": "200m"})
     already = {"cpu": 100, "pods": 1000}  # the log pod is bound there
     assert existing_node_daemon_overhead(node, [log, agent], already) == {"cpu": 200, "pods": 1000}
+
+
+def test_a_daemonset_with_alternative_terms_counts_if_any_term_fits() -> None:
+    from tests.scheduling.scenario import Round
+
+    pool = f.nodepool("default", labels={"foo": "bar"})
+    template = f.pod(
+        requests={"cpu": "1500m"},
+        node_affinity_terms=[
+            [f.match_expression("foo", "In", ["voo"])],
+            [f.match_expression("foo", "In", ["bar"])],
+        ],
+    )
+    web = f.pod("web", requests={"cpu": "1"})
+    claim = Round(pool, f.daemonset("agent", template=template), web).claim_of(web)
+    assert claim["requests"]["cpu"] == "2500m"
+
+
+def test_a_daemonset_ignores_prefer_no_schedule_taints() -> None:
+    from tests.scheduling.scenario import Round
+
+    pool = f.nodepool("default", taints=[f.taint("soft", effect="PreferNoSchedule")])
+    web = f.pod("web", requests={"cpu": "1"}, tolerations=[f.toleration("soft", operator="Exists")])
+    daemon = f.daemonset("agent", template=f.pod(requests={"cpu": "1500m"}))
+    assert Round(pool, daemon, web).claim_of(web)["requests"]["cpu"] == "2500m"
+
+
+def test_a_daemonset_host_port_blocks_pods_wanting_it() -> None:
+    from tests.scheduling.scenario import Round
+
+    daemon = f.daemonset("agent", template=f.pod(requests={"cpu": "100m"}, host_ports=[8080]))
+    web = f.pod("web", host_ports=[8080])
+    assert "host port" in (Round(daemon, web).reason(web) or "")

@@ -269,3 +269,28 @@ def test_full_nodes_are_skipped_without_changing_decisions() -> None:
     assert len(done.claims) == 4
     per_claim = sorted(len(c["pods"]) for c in done.claims.values())
     assert per_claim == [1, 3, 3, 3]
+
+
+def test_a_preferred_hostname_that_no_node_has_is_relaxed() -> None:
+    big = f.pod("big", labels={"app": "foo"}, requests={"cpu": "2"})
+    picky = f.pod(
+        "picky",
+        requests={"cpu": "1"},
+        node_preferences=[f.match_expression("kubernetes.io/hostname", "In", ["value-1"])],
+    )
+    done = Round(big, picky)
+    assert done.node_of(big) == done.node_of(picky)
+
+
+def test_a_running_daemonset_pod_sizes_the_overhead() -> None:
+    daemon = f.daemonset("agent", template=f.pod(requests={"cpu": "3"}))
+    running = f.pod(
+        "agent-x",
+        requests={"cpu": "500m"},
+        node_name="elsewhere",
+        owner_references=[f.owner_reference("DaemonSet", "agent")],
+    )
+    web = f.pod("web", requests={"cpu": "1"})
+    claim = Round(daemon, running, web).claim_of(web)
+    assert claim["requests"]["cpu"] == "1500m"
+    assert claim["instanceType"] == "small"
