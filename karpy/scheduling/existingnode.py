@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from karpy.apis.labels import LABEL_HOSTNAME
+from karpy.scheduling.daemonsets import existing_node_daemon_overhead
 from karpy.scheduling.nodeclaim import (
     HOST_PORTS,
     REQUIREMENTS,
@@ -25,7 +26,7 @@ from karpy.scheduling.nodeclaim import (
     hostname_mismatch,
 )
 from karpy.scheduling.requirements import Requirements
-from karpy.scheduling.resources import fits
+from karpy.scheduling.resources import ResourceList, fits, subtract
 from karpy.scheduling.taints import first_untolerated
 
 if TYPE_CHECKING:
@@ -33,11 +34,11 @@ if TYPE_CHECKING:
     from karpy.scheduling.algebra import RequirementAlgebra
     from karpy.scheduling.nodes import ClusterNode
     from karpy.scheduling.pods import HostPort, Pod
-    from karpy.scheduling.resources import ResourceList
     from karpy.scheduling.shapes import PodShape
+    from karpy.scheduling.solver import ClusterSnapshot
     from karpy.scheduling.topology import Topology
 
-__all__ = ["ExistingNode"]
+__all__ = ["ExistingNode", "existing_nodes"]
 
 _NONE: frozenset[str] = frozenset()
 
@@ -138,3 +139,42 @@ class ExistingNode:
         topology.record(shape, self.taints, plan.requirements, self.hostname)
         if shape.host_ports:
             self.host_ports.extend(shape.host_ports)
+
+
+def existing_nodes(cluster: ClusterSnapshot) -> list[ExistingNode]:
+    """The usable existing capacity, initialized nodes first, then by name.
+
+    What is left on a node is its allocatable minus the requests of the (non-terminal)
+    pods bound to it, minus the DaemonSet pods expected there but not running yet.
+    """
+    requests_by_node: dict[str, ResourceList] = {}
+    daemon_by_node: dict[str, ResourceList] = {}
+    ports_by_node: dict[str, list[HostPort]] = {}
+    for pod in cluster.bound_pods:
+        if pod.is_terminal:
+            continue
+        node_requests = requests_by_node.setdefault(pod.node_name, {})
+        for name, value in pod.requests.items():
+            node_requests[name] = node_requests.get(name, 0) + value
+        if pod.is_daemonset_pod:
+            daemon = daemon_by_node.setdefault(pod.node_name, {})
+            for name, value in pod.requests.items():
+                daemon[name] = daemon.get(name, 0) + value
+        if pod.host_ports:
+            ports_by_node.setdefault(pod.node_name, []).extend(pod.host_ports)
+    active = sorted(
+        (n for n in cluster.capacity if not n.marked_for_deletion),
+        key=lambda n: (not n.initialized, n.name),
+    )
+    out = []
+    for i, node in enumerate(active):
+        available = subtract(node.allocatable, requests_by_node.get(node.name, {}))
+        overhead = existing_node_daemon_overhead(
+            node, cluster.daemonset_pods, daemon_by_node.get(node.name, {})
+        )
+        out.append(
+            ExistingNode(
+                node, i, subtract(available, overhead), list(ports_by_node.get(node.name, ()))
+            )
+        )
+    return out

@@ -21,7 +21,7 @@ from karpy.scheduling.requirements import IN, Requirement, Requirements
 from karpy.scheduling.taints import PREFER_NO_SCHEDULE_TOLERATION
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from karpy.scheduling.pods import (
         HostPort,
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     )
     from karpy.scheduling.taints import Toleration
 
-__all__ = ["PodShape", "ShapeBuilder", "term_requirements"]
+__all__ = ["PodShape", "ShapeBuilder", "term_requirements", "visible_label_keys"]
 
 RESPECT = "Respect"
 IGNORE = "Ignore"
@@ -279,3 +279,24 @@ class ShapeBuilder:
         self._by_content[content] = shape
         self.shapes.append(shape)
         return shape
+
+
+def visible_label_keys(pods: Sequence[Pod], bound: Sequence[Pod]) -> frozenset[str]:
+    """Every pod label key some selector in a round can look at.
+
+    Shapes keep only these labels, so pods that differ in labels nobody selects on (a
+    StatefulSet's per-pod name label, say) still share a shape.
+    """
+    keys: set[str] = set()
+    for pod in pods:
+        for tsc in pod.topology_spread:
+            keys.update(tsc.selector.keys())
+            keys.update(tsc.match_label_keys)
+        for term in (*pod.required_affinity, *pod.required_anti_affinity):
+            keys.update(term.selector.keys())
+        for weighted in (*pod.preferred_affinity, *pod.preferred_anti_affinity):
+            keys.update(weighted.term.selector.keys())
+    for pod in bound:
+        for term in pod.required_anti_affinity:
+            keys.update(term.selector.keys())
+    return frozenset(keys)

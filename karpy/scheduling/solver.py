@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from karpy.scheduling.algebra import RequirementAlgebra
-from karpy.scheduling.daemonsets import daemon_overhead_groups, existing_node_daemon_overhead
-from karpy.scheduling.existingnode import ExistingNode
+from karpy.scheduling.daemonsets import daemon_overhead_groups
+from karpy.scheduling.existingnode import ExistingNode, existing_nodes
 from karpy.scheduling.explain import Explainer
 from karpy.scheduling.finalize import finalize_claims
 from karpy.scheduling.index import iter_bits
@@ -44,9 +44,8 @@ from karpy.scheduling.limits import PoolLimits
 from karpy.scheduling.nodeclaim import RESERVED, NewNodeClaim, Plan, Rejection, is_permanent
 from karpy.scheduling.queue import ClaimOrder, PodQueue
 from karpy.scheduling.reservations import ReservationManager
-from karpy.scheduling.resources import ResourceList, subtract
 from karpy.scheduling.results import ExistingNodePlacement, Results, Unschedulable
-from karpy.scheduling.shapes import RESPECT, PodShape, ShapeBuilder
+from karpy.scheduling.shapes import RESPECT, PodShape, ShapeBuilder, visible_label_keys
 from karpy.scheduling.topology import BoundPods, Topology
 from karpy.scheduling.topologygroup import AFFINITY, ANTI_AFFINITY, SPREAD
 from karpy.scheduling.validation import pod_problem
@@ -58,7 +57,7 @@ if TYPE_CHECKING:
     from karpy.scheduling.context import PoolCandidates, SchedulingContext
     from karpy.scheduling.daemonsets import DaemonOverheadGroup
     from karpy.scheduling.nodes import ClusterNode, Node
-    from karpy.scheduling.pods import HostPort, Pod
+    from karpy.scheduling.pods import Pod
     from karpy.scheduling.requirements import Requirements
 
 __all__ = ["ClusterSnapshot", "Scheduler"]
@@ -133,35 +132,11 @@ class Scheduler:
         self.smallest_requests: dict[str, int] = {}
 
     # -- setup -------------------------------------------------------------------------------
-    def _build_existing_nodes(self, excluded: set[str]) -> None:
-        requests_by_node: dict[str, ResourceList] = {}
-        daemon_by_node: dict[str, ResourceList] = {}
-        ports_by_node: dict[str, list[HostPort]] = {}
-        for pod in self.cluster.bound_pods:
-            if pod.is_terminal:
-                continue
-            node_requests = requests_by_node.setdefault(pod.node_name, {})
-            for name, value in pod.requests.items():
-                node_requests[name] = node_requests.get(name, 0) + value
-            if pod.is_daemonset_pod:
-                daemon = daemon_by_node.setdefault(pod.node_name, {})
-                for name, value in pod.requests.items():
-                    daemon[name] = daemon.get(name, 0) + value
-            if pod.host_ports:
-                ports_by_node.setdefault(pod.node_name, []).extend(pod.host_ports)
-        active = [n for n in self.cluster.capacity if not n.marked_for_deletion]
-        active.sort(key=lambda n: (not n.initialized, n.name))
-        for i, node in enumerate(active):
-            available = subtract(node.allocatable, requests_by_node.get(node.name, {}))
-            overhead = existing_node_daemon_overhead(
-                node, self.cluster.daemonset_pods, daemon_by_node.get(node.name, {})
-            )
-            existing = ExistingNode(
-                node, i, subtract(available, overhead), list(ports_by_node.get(node.name, ()))
-            )
-            existing.position = self.topology.hosts.position(existing.hostname)
-            self.existing.append(existing)
-            self.by_host[existing.position] = existing
+    def _build_existing_nodes(self) -> None:
+        for node in existing_nodes(self.cluster):
+            node.position = self.topology.hosts.position(node.hostname)
+            self.existing.append(node)
+            self.by_host[node.position] = node
 
     # -- the round ----------------------------------------------------------------------------
     def solve(
@@ -195,7 +170,7 @@ class Scheduler:
         )
         for shape in shapes.shapes:
             self.topology.prepare(shape)
-        self._build_existing_nodes(excluded)
+        self._build_existing_nodes()
         shape_of = {id(pod): shape for pod, shape in schedulable}
         self.smallest_requests = _smallest_requests(s.requests for s in shapes.shapes)
         queue = PodQueue(pod for pod, _ in schedulable)
@@ -236,7 +211,7 @@ class Scheduler:
     def _shapes(
         self, pods: Sequence[Pod], unschedulable: list[Unschedulable]
     ) -> tuple[ShapeBuilder, list[tuple[Pod, PodShape]]]:
-        visible = _visible_label_keys(pods, self.cluster.bound_pods)
+        visible = visible_label_keys(pods, self.cluster.bound_pods)
         builder = ShapeBuilder(visible, self.policy)
         schedulable: list[tuple[Pod, PodShape]] = []
         volumes = self.cluster.volumes
@@ -512,20 +487,3 @@ def _smallest_requests(requests: Iterable[Mapping[str, int]]) -> dict[str, int]:
 
 def _ignored(problem: str) -> str:
     return f"ignored by karpenter: {problem}"
-
-
-def _visible_label_keys(pods: Sequence[Pod], bound: Sequence[Pod]) -> frozenset[str]:
-    """Every pod label key some selector in this round can look at."""
-    keys: set[str] = set()
-    for pod in pods:
-        for tsc in pod.topology_spread:
-            keys.update(tsc.selector.keys())
-            keys.update(tsc.match_label_keys)
-        for term in (*pod.required_affinity, *pod.required_anti_affinity):
-            keys.update(term.selector.keys())
-        for weighted in (*pod.preferred_affinity, *pod.preferred_anti_affinity):
-            keys.update(weighted.term.selector.keys())
-    for pod in bound:
-        for term in pod.required_anti_affinity:
-            keys.update(term.selector.keys())
-    return frozenset(keys)
