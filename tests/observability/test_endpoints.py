@@ -1,0 +1,175 @@
+"""The controller's HTTP endpoints, served by a real `Runtime` against the emulator:
+readiness follows cluster-state sync, /metrics parses and carries Karpenter's names,
+/healthz fails while the event loop is blocked, profiles come back readable."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+import orjson
+import pytest
+from kubernetes_asyncio.client.configuration import Configuration
+from prometheus_client.parser import text_string_to_metric_families
+
+from karpy.observability.health import LoopWatchdog
+from karpy.operator import Operator, Runtime, RuntimeTimings
+from karpy.settings import Settings
+from tests import factories as f
+from tests.kube.helpers import eventually
+
+
+def settings(**kw) -> Settings:
+    return Settings(cluster_name="test", metrics_port=0, health_probe_port=0,
+                    leader_election_namespace="kube-system", **kw)  # fmt: skip
+
+
+async def start(apiserver, **kw) -> tuple[Runtime, asyncio.Event, asyncio.Task[None]]:
+    configuration = Configuration()
+    configuration.host = apiserver.url
+    runtime = Runtime(settings(**kw), configuration, env={"POD_NAME": "test"},
+                      timings=RuntimeTimings(retry_period=0.2, renew_deadline=1, lease_duration=2))
+    stop = asyncio.Event()
+    task = asyncio.create_task(Operator(runtime.settings, runtime.components).run(stop))
+    await asyncio.wait_for(runtime.http.started.wait(), 5)
+    return runtime, stop, task
+
+
+async def finish(runtime: Runtime, stop: asyncio.Event, task: asyncio.Task[None]) -> None:
+    stop.set()
+    await task
+    await runtime.close()
+
+
+async def get(port: int, path: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as session, session.get(
+        f"http://127.0.0.1:{port}{path}"
+    ) as response:
+        return response.status, await response.text()
+
+
+async def test_readyz_turns_ready_only_once_cluster_state_is_synced(apiserver):
+    for _ in range(3):
+        apiserver.store.create("pods", f.pod())
+    apiserver.faults.delay("GET", "/api/v1/pods", seconds=1.0, count=1)
+    runtime, stop, task = await start(apiserver)
+    try:
+        status, text = await get(runtime.http.health_port, "/readyz")
+        assert status == 500
+        assert "waiting for" in text and "Pod" in text
+        await asyncio.wait_for(runtime.informers.synced.wait(), 10)
+        status, text = await get(runtime.http.health_port, "/readyz")
+        assert (status, text) == (200, "ok\n")
+    finally:
+        await finish(runtime, stop, task)
+
+
+async def test_metrics_parse_and_carry_karpenter_and_runtime_names(apiserver):
+    apiserver.store.create("nodes", f.node("n1"))
+    runtime, stop, task = await start(apiserver)
+    try:
+        await asyncio.wait_for(runtime.informers.synced.wait(), 10)
+        await eventually(lambda: runtime.elector.leading.is_set())
+        status, text = await get(runtime.http.metrics_port, "/metrics")
+    finally:
+        await finish(runtime, stop, task)
+    assert status == 200
+    families = {family.name: family for family in text_string_to_metric_families(text)}
+    samples = {s.name: s for family in families.values() for s in family.samples}
+    for name in (
+        "karpenter_cluster_state_synced",
+        "karpenter_cluster_state_node_count",
+        "karpenter_cluster_state_unsynced_time_seconds",
+        "leader_election_master_status",
+        "karpenter_build_info",
+        "karpy_build_info",
+        "karpy_informer_objects",
+        "karpy_informer_synced",
+        "karpy_informer_last_sync_timestamp_seconds",
+        "karpy_informer_sync_duration_seconds",
+        "karpy_informer_relists_total",
+        "karpy_informer_events_total",
+        "karpy_event_loop_lag_seconds",
+        "process_resident_memory_bytes",
+    ):
+        assert name in samples or name.removesuffix("_total") in families, name
+    assert samples["karpenter_cluster_state_synced"].value == 1
+    assert samples["karpenter_cluster_state_node_count"].value == 1
+    assert samples["leader_election_master_status"].labels == {"name": "karpy-leader-election"}
+    assert samples["leader_election_master_status"].value == 1
+    assert not any(name.endswith("_created") for name in samples)
+    assert "karpenter_nodes_leases_deleted" in families
+    assert "client_go_request" in families
+    assert "karpy_kube_client_requests" in families
+
+
+async def test_cluster_state_observability_can_be_turned_off(apiserver):
+    runtime, stop, task = await start(apiserver, disable_cluster_state_observability=True)
+    try:
+        _, text = await get(runtime.http.metrics_port, "/metrics")
+    finally:
+        await finish(runtime, stop, task)
+    assert "karpenter_cluster_state_synced 0.0" in text  # exported, but never computed
+    assert runtime.metrics.registry.get_sample_value("karpenter_cluster_state_synced") == 0
+
+
+async def test_healthz_fails_while_the_event_loop_is_blocked():
+    watchdog = LoopWatchdog(tick=0.05, threshold=0.2, window=2.0)
+    stop = asyncio.Event()
+    task = asyncio.create_task(watchdog.run(stop))
+    await asyncio.sleep(0.2)
+    assert watchdog.health() == (True, "ok")
+    time.sleep(0.5)  # a synchronous call that hogs the loop
+    healthy, reason = watchdog.health()
+    assert not healthy and "event loop lagged" in reason
+    await asyncio.sleep(0.1)
+    assert not watchdog.health()[0]  # the late tick is remembered for the window
+    stop.set()
+    await task
+
+
+async def test_healthz_endpoint_reports_a_blocked_loop(apiserver):
+    runtime, stop, task = await start(apiserver)
+    runtime.watchdog.threshold = 0.2
+    try:
+        assert await get(runtime.http.health_port, "/healthz") == (200, "ok\n")
+        loop = asyncio.get_running_loop()
+        loop.call_soon(time.sleep, 1.5)  # blocks the loop between two ticks
+        await asyncio.sleep(0.01)
+        status, text = await get(runtime.http.health_port, "/healthz")
+    finally:
+        await finish(runtime, stop, task)
+    assert status == 500
+    assert "event loop lagged" in text
+
+
+async def test_profiles_are_served_only_when_enabled(apiserver):
+    runtime, stop, task = await start(apiserver)
+    try:
+        status, _ = await get(runtime.http.metrics_port, "/debug/pprof/profile?seconds=0.1")
+    finally:
+        await finish(runtime, stop, task)
+    assert status == 404
+
+
+@pytest.mark.timeout(30)
+async def test_cpu_and_heap_profiles(apiserver):
+    runtime, stop, task = await start(apiserver, enable_profiling=True)
+    port = runtime.http.metrics_port
+    try:
+        status, html = await get(port, "/debug/pprof/profile?seconds=0.3")
+        assert status == 200 and "<html" in html.lower()
+        status, speedscope = await get(port, "/debug/pprof/profile?seconds=0.2&format=speedscope")
+        assert status == 200
+        assert "speedscope" in orjson.loads(speedscope)["$schema"]
+        status, _ = await get(port, "/debug/pprof/profile?seconds=0")
+        assert status == 400
+        status, first = await get(port, "/debug/pprof/heap")
+        assert status == 200 and first.startswith("tracemalloc started")
+        status, second = await get(port, "/debug/pprof/heap?limit=5&types=true")
+        assert status == 200 and "size KiB" in second and "objects" in second
+        status, stopped = await get(port, "/debug/pprof/heap?stop=true")
+        assert stopped == "tracemalloc stopped\n"
+    finally:
+        await finish(runtime, stop, task)
