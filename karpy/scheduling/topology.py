@@ -68,11 +68,35 @@ class TopologyFailure:
 
     def render(self) -> str:
         group = self.group
+        key, selector = group.key, group.selector.render()
+        where = ""
+        if not self.node_domains.complement:
+            where = f" among [{', '.join(sorted(self.node_domains.values))}]"
+        if group.kind == SPREAD:
+            limits = f"maxSkew {group.max_skew}"
+            if group.min_domains is not None:
+                limits += f", minDomains {group.min_domains}"
+            if group.is_hostname:
+                return (
+                    f"topology spread on {key} ({limits}) for pods with {selector}: "
+                    "a new node would exceed the skew"
+                )
+            return (
+                f"topology spread on {key} ({limits}) for pods with {selector}: every {key}"
+                f"{where} would exceed the skew (counts {_counts(group)})"
+            )
+        if group.kind == AFFINITY:
+            if not group.nonzero:
+                return f"pod affinity on {key}: no pod with {selector} is running or planned"
+            return (
+                f"pod affinity on {key}: pods with {selector} are only in "
+                f"{_counts(group)}, which this node cannot join"
+            )
         if group.is_hostname:
-            return f"{group.describe()} not satisfiable on any single node"
+            return f"pod anti-affinity on {key}: the node already holds a pod with {selector}"
         return (
-            f"{group.describe()} not satisfiable: allowed "
-            f"{self.node_domains.render()}, counts {_counts(group)}"
+            f"pod anti-affinity on {key}: every {key}{where} holds (or may hold) a pod with "
+            f"{selector} (counts {_counts(group)})"
         )
 
 
