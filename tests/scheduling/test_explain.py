@@ -70,3 +70,24 @@ def test_no_nodepools_is_explained() -> None:
     pod = f.pod("p")
     done = Round(f.nodepool("down", ready=False), pod)
     assert done.reason(pod) == "no ready nodepools"
+
+
+def test_a_spread_that_cannot_be_met_names_skew_and_counts() -> None:
+    pool = f.nodepool("default", requirements=[f.nodepool_requirement(ZONE, "In", ["zone-a"])])
+    spread = f.topology_spread(ZONE, match_labels={"app": "web"}, min_domains=2)
+    pods = [
+        f.pod(f"w{i}", labels={"app": "web"}, topology_spread_constraints=[spread])
+        for i in range(2)
+    ]
+    reason = Round(pool, pods).reason(pods[1]) or ""
+    assert reason.startswith(
+        "topology spread on topology.kubernetes.io/zone (maxSkew 1, minDomains 2)"
+    )
+    assert "counts {zone-a=1}" in reason
+
+
+def test_affinity_to_nothing_says_so() -> None:
+    pod = f.pod("app", pod_affinity=[f.pod_affinity_term(ZONE, match_labels={"app": "db"})])
+    assert Round(pod).reason(pod) == (
+        "pod affinity on topology.kubernetes.io/zone: no pod with app=db is running or planned"
+    )
