@@ -17,12 +17,12 @@ it back.
 Settings are validated before anything starts; a bad value exits with status 2 and one
 line on stderr (see `karpy.settings`), and so does a missing Kubernetes configuration.
 
-`Runtime` is the controller's wiring (``docs/runtime.md``): the API transports (one
-rate-limited for informers and writes, one for leader election alone), the informers
-feeding `ClusterState`, the leader elector with the writers it gates (the node-lease
-garbage collector today; provisioning and disruption later), the event-loop watchdog and
-the health and metrics servers. Losing the lease fails the elector, which stops the
-process with status 1 so its Deployment restarts it as a follower.
+`karpy.kube.runtime.Runtime` is the controller's wiring (``docs/runtime.md``): the API
+transports (one rate-limited for informers and writes, one for leader election alone),
+the informers feeding `ClusterState`, the leader elector with the writers it gates (the
+node-lease garbage collector today; provisioning and disruption later), the event-loop
+watchdog and the health and metrics servers. Losing the lease fails the elector, which
+stops the process with status 1 so its Deployment restarts it as a follower.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import asyncio
 import json
 import os
 import signal
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
 
 import attrs
 import uvloop
@@ -45,7 +45,6 @@ from karpy.log import configure_logging, describe_error, get_logger, open_output
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from karpy.kube.transport import Transport
     from karpy.settings import Settings
 
 log = get_logger("controller")
@@ -134,18 +133,7 @@ class Operator:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-@attrs.frozen(slots=True)
-class RuntimeTimings:
-    """Seconds; Karpenter's (controller-runtime's) defaults. Tests shorten them through
-    hidden flags (``--leader-election-lease-duration`` and friends)."""
-
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    lease_gc_grace: float = 300.0
-    lease_gc_period: float = 60.0
-
-
+# Hidden flags for tests: RuntimeTimings field -> flag (seconds).
 _HIDDEN_TIMINGS = {
     "lease_duration": "--leader-election-lease-duration",
     "renew_deadline": "--leader-election-renew-deadline",
@@ -185,126 +173,26 @@ def run(args: argparse.Namespace) -> int:
         for field in _HIDDEN_TIMINGS
         if getattr(args, f"timing_{field}", None) is not None
     }
-    return uvloop.run(controller(settings, timings=RuntimeTimings(**overrides)))
+    return uvloop.run(controller(settings, timing_overrides=overrides))
 
 
 async def controller(
     settings: Settings,
     *,
     env: Mapping[str, str] | None = None,
-    timings: RuntimeTimings = RuntimeTimings(),
+    timing_overrides: Mapping[str, float] | None = None,
 ) -> int:
     """Wire the runtime for ``settings`` and serve until a signal; the exit status."""
+    # Imported here so a bad setting is reported without loading the Kubernetes client.
+    from karpy.kube.runtime import Runtime, RuntimeTimings  # noqa: PLC0415
+
+    timings = RuntimeTimings(**(timing_overrides or {}))
     runtime = await Runtime.create(settings, env=os.environ if env is None else env,
                                    timings=timings)  # fmt: skip
     try:
         return await serve(Operator(settings, components=runtime.components))
     finally:
         await runtime.close()
-
-
-class Runtime:
-    """The controller's parts, wired (see the module docstring)."""
-
-    def __init__(self, settings: Settings, configuration: Any, *, env: Mapping[str, str],
-                 timings: RuntimeTimings) -> None:  # fmt: skip
-        from karpy.kube.backoff import TokenBucket
-        from karpy.kube.client import KubeClient
-        from karpy.kube.informer import Informer
-        from karpy.kube.informers import InformerSet
-        from karpy.kube.leaderelection import (
-            ElectionConfig,
-            LeaderElector,
-            NoElection,
-            default_identity,
-        )
-        from karpy.kube.leasegc import LeaseGarbageCollector
-        from karpy.kube.transport import Transport
-        from karpy.kube.watched import WATCHED
-        from karpy.observability.health import LoopWatchdog
-        from karpy.observability.metrics import Metrics
-        from karpy.observability.server import HTTPServers
-        from karpy.state.cluster import ClusterState
-
-        self.settings = settings
-        self.metrics = Metrics(process_collectors=True, commit=env.get("KARPY_COMMIT", "unknown"))
-        self.transport: Transport = Transport(configuration)
-        self.election_transport: Transport = Transport(copy_configuration(configuration),
-                                                       pool_size=4)  # fmt: skip
-        limiter = TokenBucket(settings.kube_client_qps, settings.kube_client_burst)
-        self.client = KubeClient(self.transport, limiter=limiter, metrics=self.metrics)
-        election_client = KubeClient(self.election_transport, name="leader-election",
-                                     metrics=self.metrics, max_attempts=1)  # fmt: skip
-        self.state = ClusterState(watched=[spec.name for spec in WATCHED])
-        if not settings.disable_cluster_state_observability:
-            self.metrics.bind_cluster_state(
-                self.state.synced, lambda: len(self.state.snapshot().nodes),
-                self.state.unsynced_seconds,
-            )  # fmt: skip
-        informers = [
-            Informer(spec, self.transport, self.state, metrics=self.metrics, limiter=limiter)
-            for spec in WATCHED
-        ]
-        writers: list[Component] = [
-            LeaseGarbageCollector(self.state, self.client, grace=timings.lease_gc_grace,
-                                  period=timings.lease_gc_period, metrics=self.metrics),
-        ]  # fmt: skip
-        self.elector: LeaderElector | NoElection
-        if settings.disable_leader_election:
-            self.elector = NoElection(writers, metrics=self.metrics,
-                                      lease_name=settings.leader_election_name)  # fmt: skip
-        else:
-            election = ElectionConfig(
-                settings.leader_election_name,
-                settings.leader_election_namespace,
-                default_identity(env),
-                lease_duration=timings.lease_duration,
-                renew_deadline=timings.renew_deadline,
-                retry_period=timings.retry_period,
-            )
-            self.elector = LeaderElector(election, election_client, writers=writers,
-                                         metrics=self.metrics)  # fmt: skip
-        gate = self.elector.leading if settings.disable_controller_warmup else None
-        self.informers = InformerSet(informers, gate=gate)
-        self.watchdog = LoopWatchdog(metrics=self.metrics)
-        self.http = HTTPServers(
-            metrics=self.metrics,
-            watchdog=self.watchdog,
-            ready=self.readiness,
-            health_port=settings.health_probe_port,
-            metrics_port=settings.metrics_port,
-            profiling=settings.enable_profiling,
-        )
-        self.components: list[Component] = [
-            self.http, self.watchdog, self.informers, self.elector,
-        ]  # fmt: skip
-
-    @classmethod
-    async def create(cls, settings: Settings, *, env: Mapping[str, str],
-                     timings: RuntimeTimings = RuntimeTimings()) -> Runtime:  # fmt: skip
-        from karpy.kube.transport import load_configuration
-
-        configuration = await load_configuration(settings.kubeconfig, env)
-        return cls(settings, configuration, env=env, timings=timings)
-
-    def readiness(self) -> tuple[bool, str]:
-        if self.state.synced():
-            return True, "ok"
-        missing = self.state.missing_kinds()
-        if missing:
-            return False, "cluster state not synced: waiting for " + ", ".join(missing)
-        return False, "cluster state not synced: nodeclaims not paired with their nodes"
-
-    async def close(self) -> None:
-        await self.transport.close()
-        await self.election_transport.close()
-
-
-def copy_configuration(configuration: Any) -> Any:
-    """A second `Configuration` for the leader-election transport (its own pool)."""
-    import copy
-
-    return copy.copy(configuration)
 
 
 def _open_log_outputs(field: str, paths: tuple[str, ...]) -> IO[str]:

@@ -102,9 +102,7 @@ class KubeClient:
         self.metrics = metrics
         self.max_attempts = max_attempts
         self.clock = clock
-        self.backoff_factory = (lambda: backoff) if backoff is not None else (
-            lambda: Backoff(0.2, 5.0, clock=clock)
-        )  # fmt: skip
+        self._backoff = backoff
         self.timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=min(10.0, timeout))
 
     # --- the one request path -------------------------------------------------------
@@ -123,14 +121,14 @@ class KubeClient:
         """Send, retrying as the module docstring says; the decoded JSON answer (None for
         an empty body). Raises an `APIError` subclass or `TransportError`."""
         data = orjson.dumps(body) if body is not None and not isinstance(body, bytes) else body
-        backoff = self.backoff_factory()
+        backoff = self._backoff or Backoff(0.2, 5.0, clock=self.clock)
         attempt = 0
         while True:
             attempt += 1
             await self._wait_for_token()
             try:
                 status, payload, headers = await self._send(
-                    verb, method, path, query, data, content_type
+                    verb, method, path, query=query, data=data, content_type=content_type
                 )
             except TransportError:
                 if not idempotent or attempt >= self.max_attempts:
@@ -172,6 +170,7 @@ class KubeClient:
         verb: str,
         method: str,
         path: str,
+        *,
         query: Mapping[str, str | int] | None,
         data: bytes | None,
         content_type: str,
@@ -181,7 +180,7 @@ class KubeClient:
         try:
             response = await self.transport.request(
                 method, path, query=query, body=data, content_type=content_type,
-                timeout=self.timeout,
+                limits=self.timeout,
             )  # fmt: skip
             try:
                 payload = await response.read()
@@ -206,9 +205,7 @@ class KubeClient:
     # --- reads ------------------------------------------------------------------------
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Any:
-        return await self.request(
-            "get", "GET", resource.path(namespace, name), idempotent=True
-        )
+        return await self.request("get", "GET", resource.path(namespace, name), idempotent=True)
 
     async def try_get(
         self, resource: Resource, name: str, namespace: str | None = None

@@ -228,7 +228,7 @@ class Informer:
             await self.limiter.acquire()
         path = self.spec.resource.path(self.spec.namespace)
         response = await self.transport.request(
-            "GET", path, query=query, timeout=aiohttp.ClientTimeout(total=120, sock_connect=10)
+            "GET", path, query=query, limits=aiohttp.ClientTimeout(total=120, sock_connect=10)
         )
         try:
             body = await response.read()
@@ -321,7 +321,7 @@ class Informer:
         path = self.spec.resource.path(self.spec.namespace)
         response = await self.transport.request(
             "GET", path, query=query,
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout + 30),
+            limits=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout + 30),
         )  # fmt: skip
         opened = self.clock.monotonic()
         news = False

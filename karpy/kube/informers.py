@@ -12,11 +12,12 @@ import contextlib
 import time
 from typing import TYPE_CHECKING
 
-from karpy.kube.informer import Informer
 from karpy.log import get_logger
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from karpy.kube.informer import Informer
 
 __all__ = ["InformerSet"]
 
@@ -44,7 +45,9 @@ class InformerSet:
             if stop.is_set():
                 return
         started = time.perf_counter()
-        tasks = [asyncio.create_task(i.run(stop), name=f"informer-{i.kind}") for i in self.informers]
+        tasks = [
+            asyncio.create_task(i.run(stop), name=f"informer-{i.kind}") for i in self.informers
+        ]
         reporter = asyncio.create_task(self._report(started))
         try:
             await asyncio.gather(*tasks)

@@ -138,17 +138,19 @@ class LeaderElector:
         renewing = asyncio.create_task(self._renew_until_lost(), name="lease-renewal")
         stopping = asyncio.create_task(stop.wait())
         try:
-            await asyncio.wait(
-                [renewing, stopping, *writers], return_when=asyncio.FIRST_COMPLETED
-            )
+            await asyncio.wait([renewing, stopping, *writers], return_when=asyncio.FIRST_COMPLETED)
             if renewing.done():  # lost: writers must stop now, not gracefully
                 await _cancel(writers)
                 self._set_leading(False)
                 renewing.result()  # raises LeadershipLost
             writers_stop.set()
-            _, slow = await asyncio.wait(writers, timeout=self.writer_grace) if writers else ((), ())
+            _, slow = (
+                await asyncio.wait(writers, timeout=self.writer_grace) if writers else ((), ())
+            )
             for task in slow:
-                self._log.warning("writer did not stop in time; cancelling", component=task.get_name())
+                self._log.warning(
+                    "writer did not stop in time; cancelling", component=task.get_name()
+                )
             await _cancel(list(slow))
             failed = next((t for t in writers if not t.cancelled() and t.exception()), None)
             if not stop.is_set() and failed is None:
@@ -250,8 +252,10 @@ class LeaderElector:
             self._observe(spec)
             holder = spec.get("holderIdentity") or ""
             duration = float(spec.get("leaseDurationSeconds") or 0)
-            if holder and holder != config.identity and (
-                self._observed_at + duration > self.clock.monotonic()
+            if (
+                holder
+                and holder != config.identity
+                and (self._observed_at + duration > self.clock.monotonic())
             ):
                 return False
             if holder == config.identity:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Metrics"]
 
-prometheus_client.disable_created_metrics()
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
 _LATENCY_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _WAIT_BUCKETS: Final = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30)
@@ -119,8 +119,7 @@ class Metrics:
         )
         self.informer_events = Counter(
             "karpy_informer_events_total",
-            "Watch events received, by kind and type (ADDED, MODIFIED, DELETED, BOOKMARK, "
-            "ERROR).",
+            "Watch events received, by kind and type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR).",
             ["kind", "type"],
             registry=r,
         )

@@ -22,6 +22,8 @@ from collections import Counter
 from typing import Final
 
 from aiohttp import web
+from pyinstrument import Profiler
+from pyinstrument.renderers import SpeedscopeRenderer
 
 __all__ = ["Profiling"]
 
@@ -38,9 +40,6 @@ class Profiling:
         app.router.add_get("/debug/pprof/heap", self.heap)
 
     async def profile(self, request: web.Request) -> web.Response:
-        from pyinstrument import Profiler
-        from pyinstrument.renderers import SpeedscopeRenderer
-
         try:
             seconds = float(request.query.get("seconds", DEFAULT_SECONDS))
         except ValueError:
@@ -94,7 +93,9 @@ class Profiling:
         lines.append(f"{'size KiB':>10} {'count':>9}  where")
         for stat in stats[:limit]:
             frame = stat.traceback[0]
-            lines.append(f"{stat.size / 1024:10.1f} {stat.count:9d}  {frame.filename}:{frame.lineno}")
+            lines.append(
+                f"{stat.size / 1024:10.1f} {stat.count:9d}  {frame.filename}:{frame.lineno}"
+            )
         if query.get("types") == "true":
             counts = Counter(type(o).__name__ for o in gc.get_objects())
             lines.append("")

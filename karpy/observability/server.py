@@ -43,7 +43,7 @@ class HTTPServers:
         ready: Callable[[], tuple[bool, str]],
         health_port: int,
         metrics_port: int,
-        host: str = "0.0.0.0",  # noqa: S104 - probes and scrapes come from the kubelet and Prometheus
+        host: str = "0.0.0.0",
         profiling: bool = False,
     ) -> None:
         self.metrics = metrics

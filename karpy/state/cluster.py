@@ -74,7 +74,7 @@ class ClusterState:
         self.watched = frozenset(watched)
         self.clock = clock
         self.generation = 0
-        self._objects: dict[str, Map[str, Any]] = {kind: EMPTY for kind in kinds.ALL_KINDS}
+        self._objects: dict[str, Map[str, Any]] = dict.fromkeys(kinds.ALL_KINDS, EMPTY)
         self._pods_by_node: Map[str, Map[str, PodInfo]] = EMPTY
         self._pending: Map[str, PodInfo] = EMPTY
         self._node_by_provider: Map[str, str] = EMPTY

@@ -17,7 +17,6 @@ object out of state, logs it and counts it (`karpy_informer_projection_errors_to
 from __future__ import annotations
 
 import sys
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -43,6 +42,7 @@ from karpy.scheduling.volumes import (
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from datetime import datetime
 
 __all__ = [
     "BudgetInfo",

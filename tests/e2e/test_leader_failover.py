@@ -4,12 +4,14 @@ leadership intervals never overlap (from their JSON logs and the Lease's own his
 
 from __future__ import annotations
 
+import itertools
 import signal
 import threading
 import time
 import urllib.error
 import urllib.request
 from datetime import UTC, datetime
+from typing import Any
 
 import orjson
 import pytest
@@ -26,7 +28,7 @@ def timings(lease: float, renew: float, retry: float) -> tuple[str, ...]:
             f"--leader-election-retry-period={retry}")  # fmt: skip
 
 
-def log_time(line: dict) -> float:
+def log_time(line: dict[str, Any]) -> float:
     return datetime.strptime(line["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
         tzinfo=UTC).timestamp()  # fmt: skip
 
@@ -77,7 +79,7 @@ def intervals(process: ControllerProcess, ended: float | None = None) -> list[tu
 
 def assert_no_overlap(*groups: list[tuple[float, float]]) -> None:
     spans = sorted(span for group in groups for span in group)
-    for (_, first_end), (second_start, _) in zip(spans, spans[1:], strict=False):
+    for (_, first_end), (second_start, _) in itertools.pairwise(spans):
         assert second_start >= first_end, f"two leaders at once: {spans}"
 
 

@@ -45,12 +45,12 @@ class FakeClock:
     def sleeping(self) -> int:
         return sum(1 for _, _, f in self._sleepers if not f.done())
 
-    async def idle(self, count: int = 1, timeout: float = 5.0) -> None:
+    async def idle(self, count: int = 1, within: float = 5.0) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = loop.time() + within
         while self.sleeping < count:
             if loop.time() > deadline:
-                raise AssertionError(f"fewer than {count} sleepers after {timeout}s")
+                raise AssertionError(f"fewer than {count} sleepers after {within}s")
             await asyncio.sleep(0.005)
 
     async def advance(self, seconds: float) -> None:

@@ -39,14 +39,14 @@ def transport_for(server: APIServer | str) -> RecordingTransport:
 
 
 async def eventually(
-    predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.01
+    predicate: Callable[[], bool], within: float = 5.0, interval: float = 0.01
 ) -> None:
-    """Wait until ``predicate()`` holds; fail the test after ``timeout`` seconds."""
+    """Wait until ``predicate()`` holds; fail the test after ``within`` seconds."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    deadline = loop.time() + within
     while not predicate():
         if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
+            raise AssertionError(f"condition not met within {within}s")
         await asyncio.sleep(interval)
 
 
@@ -76,7 +76,9 @@ async def running(
         await transport.close()
 
 
-def listed_versions(server: APIServer, resource: str, namespace: str | None = None) -> dict:
+def listed_versions(
+    server: APIServer, resource: str, namespace: str | None = None
+) -> dict[str, str]:
     """``key -> resourceVersion`` of every object of ``resource`` by a fresh LIST."""
     out = {}
     for obj in server.store.list(resource, namespace=namespace):

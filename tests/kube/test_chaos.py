@@ -27,9 +27,7 @@ SPECS = {
 }
 PATHS = ["/api/v1/pods", "/api/v1/nodes", "/apis/karpenter.sh/v1/nodeclaims",
          "/apis/policy/v1/poddisruptionbudgets"]  # fmt: skip
-CHAOS = InformerOptions(
-    page_size=7, backoff_initial=0.005, backoff_max=0.05, max_retry_after=0.05
-)
+CHAOS = InformerOptions(page_size=7, backoff_initial=0.005, backoff_max=0.05, max_retry_after=0.05)
 CHURN_SECONDS = 2.5
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(60)]
 
@@ -195,7 +193,7 @@ async def test_state_converges_to_a_fresh_list_under_chaos(apiserver, seed):
             step += 1
             await asyncio.sleep(rng.uniform(0.001, 0.01))
         apiserver.faults.clear()
-        await eventually(lambda: not differences(state, apiserver), timeout=15, interval=0.05)
+        await eventually(lambda: not differences(state, apiserver), within=15, interval=0.05)
         assert state.synced(), (state.missing_kinds(), state.unpaired())
         assert_indexes_agree(state)
         for informer in informers:

@@ -19,6 +19,7 @@ from karpy.state import kinds
 from karpy.state import records as p
 from karpy.state.cluster import ClusterState
 from tests import factories as f
+from tests.factories import Obj
 from tests.kube.fakeclock import RecordingClock
 from tests.kube.helpers import FAST, eventually, listed_versions, running
 
@@ -35,21 +36,24 @@ def logs():
     structlog.reset_defaults()
 
 
-def messages(stream: io.StringIO) -> list[dict]:
+def messages(stream: io.StringIO) -> list[Obj]:
     return [orjson.loads(line) for line in stream.getvalue().splitlines()]
 
 
-def create_pods(apiserver, count: int, **options) -> list[dict]:
+def create_pods(apiserver, count: int, **options) -> list[Obj]:
     return [apiserver.store.create("pods", pod) for pod in f.pods(count, **options)]
 
 
-def create_unschedulable(apiserver, pod: dict) -> dict:
+def create_unschedulable(apiserver, pod: Obj) -> Obj:
     """Create ``pod`` and mark it as kube-scheduler would (the server resets status)."""
     created = apiserver.store.create("pods", pod)
     meta = created["metadata"]
-    status = {"status": {"conditions": [f.condition("PodScheduled", "False", reason="Unschedulable")]}}
-    return apiserver.store.patch("pods", meta["name"], status, meta["namespace"],
-                                 subresource="status")  # fmt: skip
+    status = {
+        "status": {"conditions": [f.condition("PodScheduled", "False", reason="Unschedulable")]}
+    }
+    patched: Obj = apiserver.store.patch("pods", meta["name"], status, meta["namespace"],
+                                         subresource="status")  # fmt: skip
+    return patched
 
 
 def state_versions(state: ClusterState, kind: str) -> dict[str, str]:
@@ -104,8 +108,9 @@ async def test_watch_events_update_state(apiserver):
         await asyncio.wait_for(informer.synced.wait(), 5)
         created = create_unschedulable(apiserver, f.pod("web", requests={"cpu": 1}))
         await eventually(lambda: "default/web" in state.snapshot().pods)
-        assert state.snapshot().pods["default/web"].resource_version == (
-            created["metadata"]["resourceVersion"]
+        assert (
+            state.snapshot().pods["default/web"].resource_version
+            == (created["metadata"]["resourceVersion"])
         )
         assert [i.key for i in state.snapshot().pending_pods()] == ["default/web"]
         apiserver.store.patch("pods", "web", {"metadata": {"labels": {"a": "b"}}}, "default")
@@ -136,9 +141,12 @@ async def test_watch_resumes_from_the_last_bookmark_without_relisting(apiserver)
         "karpy_informer_events_total", {"kind": "Pod", "type": "BOOKMARK"}
     )
     assert value is not None and value >= 1
-    assert metrics.registry.get_sample_value(
-        "karpy_informer_relists_total", {"kind": "Pod", "cause": "initial"}
-    ) == 1
+    assert (
+        metrics.registry.get_sample_value(
+            "karpy_informer_relists_total", {"kind": "Pod", "cause": "initial"}
+        )
+        == 1
+    )
 
 
 async def test_cleanly_closed_stream_resumes_without_relisting(apiserver):
@@ -151,7 +159,9 @@ async def test_cleanly_closed_stream_resumes_without_relisting(apiserver):
 
 
 async def test_in_stream_410_relists_and_turns_missed_deletions_into_deletions(apiserver, logs):
-    kept, gone, changed = (apiserver.store.create("pods", f.pod(n)) for n in ("kept", "gone", "changed"))
+    kept, gone, changed = (
+        apiserver.store.create("pods", f.pod(n)) for n in ("kept", "gone", "changed")
+    )
     del kept
     apiserver.bookmark_period = 3600  # no bookmark may move the informer past the gap
     metrics = Metrics()
@@ -176,9 +186,12 @@ async def test_in_stream_410_relists_and_turns_missed_deletions_into_deletions(a
     relists = [m for m in messages(logs) if m["message"] == "relisted"]
     assert relists and relists[0]["cause"] == "expired"
     assert (relists[0]["deleted"], relists[0]["changed"]) == (1, 2)
-    assert metrics.registry.get_sample_value(
-        "karpy_informer_relists_total", {"kind": "Pod", "cause": "expired"}
-    ) == 1
+    assert (
+        metrics.registry.get_sample_value(
+            "karpy_informer_relists_total", {"kind": "Pod", "cause": "expired"}
+        )
+        == 1
+    )
 
 
 async def test_http_410_answer_to_a_watch_relists(apiserver, unused_tcp_port):
@@ -190,12 +203,21 @@ async def test_http_410_answer_to_a_watch_relists(apiserver, unused_tcp_port):
     async def proxy(request: web.Request) -> web.StreamResponse:
         if request.query.get("watch") == "true" and not answered_410.is_set():
             answered_410.set()
-            status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410,
-                      "reason": "Expired", "message": "too old resource version: 1 (2)"}
+            status = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "status": "Failure",
+                "code": 410,
+                "reason": "Expired",
+                "message": "too old resource version: 1 (2)",
+            }
             return web.json_response(status, status=410)
-        async with ClientSession() as session, session.request(
-            request.method, apiserver.url + request.path_qs, data=await request.read()
-        ) as upstream:
+        async with (
+            ClientSession() as session,
+            session.request(
+                request.method, apiserver.url + request.path_qs, data=await request.read()
+            ) as upstream,
+        ):
             response = web.StreamResponse(status=upstream.status)
             response.content_type = "application/json"
             await response.prepare(request)
@@ -268,6 +290,7 @@ async def test_projection_keeps_what_scheduling_and_disruption_read(apiserver):
     info = state.snapshot().pods["default/web-1"]
     assert info.pod.requests["cpu"] == 2000  # the init container's peak wins
     assert info.pod.requests["memory"] == 64 * 2**20 * 1000
+    assert info.owner is not None
     assert (info.owner.kind, info.owner.name) == ("ReplicaSet", "web-abc")
     assert info.do_not_disrupt == "true"
     assert info.priority == 100
@@ -284,9 +307,10 @@ async def test_unreadable_object_is_kept_out_of_state_and_counted(apiserver):
         await asyncio.wait_for(informer.synced.wait(), 5)
         assert list(state.snapshot().pods) == ["default/good"]
         assert "default/bad" in informer.versions
-    assert metrics.registry.get_sample_value(
-        "karpy_informer_projection_errors_total", {"kind": "Pod"}
-    ) == 1
+    assert (
+        metrics.registry.get_sample_value("karpy_informer_projection_errors_total", {"kind": "Pod"})
+        == 1
+    )
 
 
 @pytest.mark.parametrize("apiserver_options", [{"crd_dirs": []}])

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 import attrs
 import pytest
 
 from karpy.kube.client import KubeClient
 from karpy.kube.errors import NotFound
-from karpy.kube.resources import NAMESPACES
 from karpy.kube.leaderelection import (
     ElectionConfig,
     LeaderElector,
@@ -20,6 +20,7 @@ from karpy.kube.leaderelection import (
     default_identity,
     micro_time,
 )
+from karpy.kube.resources import NAMESPACES
 from karpy.observability.metrics import Metrics
 from tests.kube.fakeclock import START, FakeClock
 from tests.kube.helpers import eventually, transport_for
@@ -59,8 +60,11 @@ async def client(apiserver):
     await transport.close()
 
 
-def lease(apiserver) -> dict:
-    return apiserver.store.get("leases", "karpy-leader-election", "kube-system")["spec"]
+def lease(apiserver) -> dict[str, Any]:
+    spec: dict[str, Any] = apiserver.store.get("leases", "karpy-leader-election", "kube-system")[
+        "spec"
+    ]
+    return spec
 
 
 def start(elector: LeaderElector, stop: asyncio.Event) -> asyncio.Task[None]:
@@ -81,8 +85,12 @@ async def test_first_candidate_creates_the_lease_and_leads(apiserver, client):
     assert spec["leaseDurationSeconds"] == 15
     assert spec["leaseTransitions"] == 0
     assert spec["renewTime"] == micro_time(START)
-    assert metrics.registry.get_sample_value(
-        "leader_election_master_status", {"name": "karpy-leader-election"}) == 1
+    assert (
+        metrics.registry.get_sample_value(
+            "leader_election_master_status", {"name": "karpy-leader-election"}
+        )
+        == 1
+    )
     stop.set()
     await task
     assert writer.stopped_gracefully
@@ -97,7 +105,9 @@ async def test_leader_renews_every_retry_period(apiserver, client):
     for _ in range(3):
         await clock.idle()
         await clock.advance(2)
-    await eventually(lambda: lease(apiserver)["renewTime"] == micro_time(START + timedelta(seconds=6)))
+    await eventually(
+        lambda: lease(apiserver)["renewTime"] == micro_time(START + timedelta(seconds=6))
+    )
     assert lease(apiserver)["acquireTime"] == micro_time(START)
     stop.set()
     await task

@@ -17,6 +17,7 @@ from karpy.state import kinds
 from karpy.state import records as p
 from karpy.state.cluster import ClusterState
 from tests import factories as f
+from tests.factories import Obj
 from tests.kube.fakeclock import START, FakeClock
 from tests.kube.helpers import eventually, running, transport_for
 
@@ -26,8 +27,8 @@ LEASES = WatchSpec(resources.LEASES, p.node_lease, namespace="kube-node-lease",
 LONG_AGO = START - timedelta(minutes=10)
 
 
-def node_lease(name: str, *, renewed=LONG_AGO, owner: dict | None = None) -> dict:
-    meta: dict = {"name": name, "namespace": "kube-node-lease"}
+def node_lease(name: str, *, renewed=LONG_AGO, owner: Obj | None = None) -> Obj:
+    meta: Obj = {"name": name, "namespace": "kube-node-lease"}
     if owner is not None:
         meta["ownerReferences"] = [owner]
     return {
@@ -37,7 +38,7 @@ def node_lease(name: str, *, renewed=LONG_AGO, owner: dict | None = None) -> dic
     }  # fmt: skip
 
 
-def node_owner(node: dict) -> dict:
+def node_owner(node: Obj) -> Obj:
     return f.owner_reference("Node", node["metadata"]["name"], api_version="v1",
                              uid=node["metadata"]["uid"])  # fmt: skip
 

@@ -13,8 +13,9 @@ import pytest
 from kubernetes_asyncio.client.configuration import Configuration
 from prometheus_client.parser import text_string_to_metric_families
 
+from karpy.kube.runtime import Runtime, RuntimeTimings
 from karpy.observability.health import LoopWatchdog
-from karpy.operator import Operator, Runtime, RuntimeTimings
+from karpy.operator import Operator
 from karpy.settings import Settings
 from tests import factories as f
 from tests.kube.helpers import eventually
@@ -28,8 +29,12 @@ def settings(**kw) -> Settings:
 async def start(apiserver, **kw) -> tuple[Runtime, asyncio.Event, asyncio.Task[None]]:
     configuration = Configuration()
     configuration.host = apiserver.url
-    runtime = Runtime(settings(**kw), configuration, env={"POD_NAME": "test"},
-                      timings=RuntimeTimings(retry_period=0.2, renew_deadline=1, lease_duration=2))
+    runtime = Runtime(
+        settings(**kw),
+        configuration,
+        env={"POD_NAME": "test"},
+        timings=RuntimeTimings(retry_period=0.2, renew_deadline=1, lease_duration=2),
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(Operator(runtime.settings, runtime.components).run(stop))
     await asyncio.wait_for(runtime.http.started.wait(), 5)
@@ -43,9 +48,10 @@ async def finish(runtime: Runtime, stop: asyncio.Event, task: asyncio.Task[None]
 
 
 async def get(port: int, path: str) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as session, session.get(
-        f"http://127.0.0.1:{port}{path}"
-    ) as response:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}{path}") as response,
+    ):
         return response.status, await response.text()
 
 
@@ -70,7 +76,7 @@ async def test_metrics_parse_and_carry_karpenter_and_runtime_names(apiserver):
     runtime, stop, task = await start(apiserver)
     try:
         await asyncio.wait_for(runtime.informers.synced.wait(), 10)
-        await eventually(lambda: runtime.elector.leading.is_set())
+        await eventually(runtime.elector.leading.is_set)
         status, text = await get(runtime.http.metrics_port, "/metrics")
     finally:
         await finish(runtime, stop, task)
@@ -120,7 +126,7 @@ async def test_healthz_fails_while_the_event_loop_is_blocked():
     task = asyncio.create_task(watchdog.run(stop))
     await asyncio.sleep(0.2)
     assert watchdog.health() == (True, "ok")
-    time.sleep(0.5)  # a synchronous call that hogs the loop
+    time.sleep(0.5)  # noqa: ASYNC251 - a synchronous call that hogs the loop
     healthy, reason = watchdog.health()
     assert not healthy and "event loop lagged" in reason
     await asyncio.sleep(0.1)

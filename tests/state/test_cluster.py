@@ -8,6 +8,7 @@ import attrs
 from karpy.state import kinds
 from karpy.state import records as p
 from karpy.state.cluster import ClusterState, StateChange
+from karpy.state.snapshot import StateSnapshot
 from tests import factories as f
 
 
@@ -17,10 +18,20 @@ def add(state: ClusterState, kind: str, *records) -> None:
 
 def key_of(kind: str, record) -> str:
     if kind == kinds.POD:
-        return record.key
+        return str(record.key)
     if kind == kinds.NODE:
-        return record.name
-    return record.metadata.name
+        return str(record.name)
+    return str(record.metadata.name)
+
+
+def node_of(snap: StateSnapshot, claim: str) -> str | None:
+    found = snap.node_for_claim(claim)
+    return None if found is None else found.name
+
+
+def claim_of(snap: StateSnapshot, node: str) -> str | None:
+    found = snap.claim_for_node(node)
+    return None if found is None else found.metadata.name
 
 
 def pod(name: str, **kw) -> p.PodInfo:
@@ -65,7 +76,9 @@ def test_terminating_and_daemonset_pods_are_not_pending():
     terminating = pending("t")
     terminating = attrs.evolve(terminating, pod=attrs.evolve(terminating.pod, terminating=True))
     daemon = pending("d")
-    daemon = attrs.evolve(daemon, pod=attrs.evolve(daemon.pod, owners=(("apps/v1", "DaemonSet"),)))
+    daemon = attrs.evolve(
+        daemon, pod=attrs.evolve(daemon.pod, owners=(("apps/v1", "DaemonSet", "ds"),))
+    )
     add(state, kinds.POD, terminating, daemon)
     assert list(state.snapshot().pending_pods()) == []
 
@@ -76,10 +89,12 @@ def test_nodeclaims_pair_with_nodes_by_provider_id_in_either_order():
     assert state.snapshot().node_for_claim("c1") is None
     add(state, kinds.NODE, node("n1", "aws:///i-1"))
     snap = state.snapshot()
-    assert snap.node_for_claim("c1").name == "n1"
-    assert snap.claim_for_node("n1").metadata.name == "c1"
-    assert snap.node_by_provider("aws:///i-1").name == "n1"
-    assert snap.nodeclaim_by_provider("aws:///i-1").metadata.name == "c1"
+    assert node_of(snap, "c1") == "n1"
+    assert claim_of(snap, "n1") == "c1"
+    by_provider = snap.node_by_provider("aws:///i-1")
+    assert by_provider is not None and by_provider.name == "n1"
+    claim_by_provider = snap.nodeclaim_by_provider("aws:///i-1")
+    assert claim_by_provider is not None and claim_by_provider.metadata.name == "c1"
     state.apply(kinds.NODE, [], ["n1"])
     assert state.snapshot().node_for_claim("c1") is None
     assert state.snapshot().claim_for_node("n1") is None
@@ -91,7 +106,7 @@ def test_a_claim_learning_its_provider_id_pairs_and_losing_it_unpairs():
     add(state, kinds.NODECLAIM, claim("c1"))
     assert state.snapshot().claim_for_node("n1") is None
     add(state, kinds.NODECLAIM, claim("c1", "aws:///i-1"))
-    assert state.snapshot().claim_for_node("n1").metadata.name == "c1"
+    assert claim_of(state.snapshot(), "n1") == "c1"
     state.apply(kinds.NODECLAIM, [], ["c1"])
     snap = state.snapshot()
     assert snap.claim_for_node("n1") is None
@@ -102,9 +117,9 @@ def test_when_two_claims_name_one_instance_the_node_stays_paired_after_one_goes(
     state = ClusterState()
     add(state, kinds.NODE, node("n1", "aws:///i-1"))
     add(state, kinds.NODECLAIM, claim("c1", "aws:///i-1"), claim("c2", "aws:///i-1"))
-    assert state.snapshot().claim_for_node("n1").metadata.name == "c1"
+    assert claim_of(state.snapshot(), "n1") == "c1"
     state.apply(kinds.NODECLAIM, [], ["c1"])
-    assert state.snapshot().claim_for_node("n1").metadata.name == "c2"
+    assert claim_of(state.snapshot(), "n1") == "c2"
     assert state.unpaired() == []
 
 

@@ -1,0 +1,136 @@
+"""`Runtime`: the controller's long-running parts, wired together.
+
+* two `Transport`s: one for informers and writes (rate-limited by ``KUBE_CLIENT_QPS`` /
+  ``KUBE_CLIENT_BURST``), one for leader election alone (not rate-limited, its own
+  connection pool), as Karpenter configures its leader-election client;
+* an `Informer` per watched kind (`karpy.kube.watched.WATCHED`) feeding `ClusterState`;
+* the leader elector (or `NoElection` with ``DISABLE_LEADER_ELECTION=true``) and the
+  writers it gates: the node-lease garbage collector today, provisioning and disruption
+  later (append them to ``writers``);
+* the event-loop watchdog and the health and metrics servers.
+
+``components`` is what `karpy.operator.Operator` runs. ``DISABLE_CONTROLLER_WARMUP=true``
+keeps a follower's informers off until it leads.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from karpy.kube.backoff import TokenBucket
+from karpy.kube.client import KubeClient
+from karpy.kube.informer import Informer
+from karpy.kube.informers import InformerSet
+from karpy.kube.leaderelection import ElectionConfig, LeaderElector, NoElection, default_identity
+from karpy.kube.leasegc import LeaseGarbageCollector
+from karpy.kube.transport import Transport, load_configuration
+from karpy.kube.watched import WATCHED
+from karpy.observability.health import LoopWatchdog
+from karpy.observability.metrics import Metrics
+from karpy.observability.server import HTTPServers
+from karpy.state.cluster import ClusterState
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from karpy.operator import Component
+    from karpy.settings import Settings
+
+__all__ = ["Runtime", "RuntimeTimings"]
+
+
+@attrs.frozen(slots=True)
+class RuntimeTimings:
+    """Seconds; Karpenter's (controller-runtime's) defaults. Tests shorten them through
+    hidden flags (``--leader-election-lease-duration`` and friends)."""
+
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    lease_gc_grace: float = 300.0
+    lease_gc_period: float = 60.0
+
+
+class Runtime:
+    """The controller's parts, wired (see the module docstring)."""
+
+    def __init__(self, settings: Settings, configuration: Any, *, env: Mapping[str, str],
+                 timings: RuntimeTimings) -> None:  # fmt: skip
+        self.settings = settings
+        self.metrics = Metrics(process_collectors=True, commit=env.get("KARPY_COMMIT", "unknown"))
+        self.transport: Transport = Transport(configuration)
+        self.election_transport: Transport = Transport(copy_configuration(configuration),
+                                                       pool_size=4)  # fmt: skip
+        limiter = TokenBucket(settings.kube_client_qps, settings.kube_client_burst)
+        self.client = KubeClient(self.transport, limiter=limiter, metrics=self.metrics)
+        election_client = KubeClient(self.election_transport, name="leader-election",
+                                     metrics=self.metrics, max_attempts=1)  # fmt: skip
+        self.state = ClusterState(watched=[spec.name for spec in WATCHED])
+        if not settings.disable_cluster_state_observability:
+            self.metrics.bind_cluster_state(
+                self.state.synced, lambda: len(self.state.snapshot().nodes),
+                self.state.unsynced_seconds,
+            )  # fmt: skip
+        informers = [
+            Informer(spec, self.transport, self.state, metrics=self.metrics, limiter=limiter)
+            for spec in WATCHED
+        ]
+        writers: list[Component] = [
+            LeaseGarbageCollector(self.state, self.client, grace=timings.lease_gc_grace,
+                                  period=timings.lease_gc_period, metrics=self.metrics),
+        ]  # fmt: skip
+        self.elector: LeaderElector | NoElection
+        if settings.disable_leader_election:
+            self.elector = NoElection(writers, metrics=self.metrics,
+                                      lease_name=settings.leader_election_name)  # fmt: skip
+        else:
+            election = ElectionConfig(
+                settings.leader_election_name,
+                settings.leader_election_namespace,
+                default_identity(env),
+                lease_duration=timings.lease_duration,
+                renew_deadline=timings.renew_deadline,
+                retry_period=timings.retry_period,
+            )
+            self.elector = LeaderElector(election, election_client, writers=writers,
+                                         metrics=self.metrics)  # fmt: skip
+        gate = self.elector.leading if settings.disable_controller_warmup else None
+        self.informers = InformerSet(informers, gate=gate)
+        self.watchdog = LoopWatchdog(metrics=self.metrics)
+        self.http = HTTPServers(
+            metrics=self.metrics,
+            watchdog=self.watchdog,
+            ready=self.readiness,
+            health_port=settings.health_probe_port,
+            metrics_port=settings.metrics_port,
+            profiling=settings.enable_profiling,
+        )
+        self.components: list[Component] = [
+            self.http, self.watchdog, self.informers, self.elector,
+        ]  # fmt: skip
+
+    @classmethod
+    async def create(cls, settings: Settings, *, env: Mapping[str, str],
+                     timings: RuntimeTimings = RuntimeTimings()) -> Runtime:  # fmt: skip
+        configuration = await load_configuration(settings.kubeconfig, env)
+        return cls(settings, configuration, env=env, timings=timings)
+
+    def readiness(self) -> tuple[bool, str]:
+        if self.state.synced():
+            return True, "ok"
+        missing = self.state.missing_kinds()
+        if missing:
+            return False, "cluster state not synced: waiting for " + ", ".join(missing)
+        return False, "cluster state not synced: nodeclaims not paired with their nodes"
+
+    async def close(self) -> None:
+        await self.transport.close()
+        await self.election_transport.close()
+
+
+def copy_configuration(configuration: Any) -> Any:
+    """A second `Configuration` for the leader-election transport (its own pool)."""
+    return copy.copy(configuration)
