@@ -136,7 +136,8 @@ async def test_healthz_fails_while_the_event_loop_is_blocked():
 
 
 async def test_healthz_endpoint_reports_a_blocked_loop(apiserver):
-    runtime, stop, task = await start(apiserver)
+    # Default election timings: a 1.5 s block must not also cost the lease here.
+    runtime, stop, task = await start(apiserver, RuntimeTimings())
     runtime.watchdog.threshold = 0.2
     try:
         assert await get(runtime.http.health_port, "/healthz") == (200, "ok\n")
@@ -177,5 +178,35 @@ async def test_cpu_and_heap_profiles(apiserver):
         assert status == 200 and "size KiB" in second and "objects" in second
         status, stopped = await get(port, "/debug/pprof/heap?stop=true")
         assert stopped == "tracemalloc stopped\n"
+    finally:
+        await finish(runtime, stop, task)
+
+
+async def test_without_warmup_a_follower_starts_no_informers_until_it_leads(apiserver):
+    apiserver.store.create("leases", {
+        "metadata": {"name": "karpy-leader-election", "namespace": "kube-system"},
+        "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 600},
+    })  # fmt: skip
+    runtime, stop, task = await start(apiserver, disable_controller_warmup=True)
+    try:
+        await asyncio.sleep(0.3)
+        assert not any(i.synced.is_set() for i in runtime.informers.informers)
+        status, text = await get(runtime.http.health_port, "/readyz")
+        assert status == 500 and "waiting for" in text
+        assert "GET /api/v1/pods" not in apiserver.frontend.request_counts
+    finally:
+        await finish(runtime, stop, task)
+
+
+async def test_followers_keep_informers_warm_by_default(apiserver):
+    apiserver.store.create("leases", {
+        "metadata": {"name": "karpy-leader-election", "namespace": "kube-system"},
+        "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 600},
+    })  # fmt: skip
+    runtime, stop, task = await start(apiserver)
+    try:
+        await asyncio.wait_for(runtime.informers.synced.wait(), 10)
+        assert not runtime.elector.leading.is_set()
+        assert (await get(runtime.http.health_port, "/readyz"))[0] == 200
     finally:
         await finish(runtime, stop, task)
