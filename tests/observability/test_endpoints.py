@@ -26,15 +26,15 @@ def settings(**kw) -> Settings:
                     leader_election_namespace="kube-system", **kw)  # fmt: skip
 
 
-async def start(apiserver, **kw) -> tuple[Runtime, asyncio.Event, asyncio.Task[None]]:
+FAST_ELECTION = RuntimeTimings(retry_period=0.2, renew_deadline=1, lease_duration=2)
+
+
+async def start(
+    apiserver, timings: RuntimeTimings = FAST_ELECTION, **kw
+) -> tuple[Runtime, asyncio.Event, asyncio.Task[None]]:
     configuration = Configuration()
     configuration.host = apiserver.url
-    runtime = Runtime(
-        settings(**kw),
-        configuration,
-        env={"POD_NAME": "test"},
-        timings=RuntimeTimings(retry_period=0.2, renew_deadline=1, lease_duration=2),
-    )
+    runtime = Runtime(settings(**kw), configuration, env={"POD_NAME": "test"}, timings=timings)
     stop = asyncio.Event()
     task = asyncio.create_task(Operator(runtime.settings, runtime.components).run(stop))
     await asyncio.wait_for(runtime.http.started.wait(), 5)
