@@ -327,10 +327,3 @@ def node_lease(data: Mapping[str, Any]) -> NodeLease:
         )
     except (TypeError, AttributeError, ValueError) as exc:
         raise ProjectionError(str(exc)) from exc
-
-
-# Re-exported for type annotations elsewhere.
-RecordTypes = (
-    PodInfo, NodeInfo, NodeClaim, NodePool, NodeOverlay, EC2NodeClass, DaemonSetInfo,
-    BudgetInfo, PersistentVolumeClaim, PersistentVolume, StorageClass, NamespaceInfo, NodeLease,
-)  # fmt: skip

@@ -140,3 +140,25 @@ def test_sigterm_hands_the_lease_over_long_before_it_would_expire(tmp_path):
     assert_no_overlap(intervals(first), intervals(second))
     assert [h.split("_")[0] for _, h, _ in records if h][-1] == "second"
     assert "" in [h for _, h, _ in records]  # the release was written before the takeover
+
+
+def test_a_leader_that_cannot_renew_stops_and_exits_non_zero(tmp_path):
+    with apiserver_process(tmp_path) as api:
+        leader = ControllerProcess(api.kubeconfig, *timings(3.0, 1.5, 0.2), name="leader")
+        try:
+            leader.wait_for_message("started leading")
+            fault = {"method": "*", "path": LEASE, "action": "error", "status": 500,
+                     "count": None}  # fmt: skip
+            request = urllib.request.Request(
+                api.url + "/_emulator/faults", data=orjson.dumps(fault), method="POST",
+                headers={"Content-Type": "application/json"},
+            )  # fmt: skip
+            urllib.request.urlopen(request, timeout=5).close()
+            status = leader.finish(timeout=30)
+        finally:
+            leader.kill()
+    messages = leader.messages()
+    assert status == 1
+    assert "failed to renew the leader lease in time" in messages
+    assert messages.index("stopped leading") > messages.index("started leading")
+    assert "released the leader lease" not in messages
