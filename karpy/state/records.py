@@ -249,19 +249,25 @@ def budget_info(data: Mapping[str, Any]) -> BudgetInfo:
         raise ProjectionError(str(exc)) from exc
 
 
-def _volume_projection(parse: Any) -> Any:
-    def project(data: Mapping[str, Any]) -> Any:
-        try:
-            return parse(data)
-        except (TypeError, AttributeError, ValueError) as exc:
-            raise ProjectionError(str(exc)) from exc
-
-    return project
+def pvc(data: Mapping[str, Any]) -> PersistentVolumeClaim:
+    try:
+        return pvc_from_dict(data)
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ProjectionError(str(exc)) from exc
 
 
-pvc: Any = _volume_projection(pvc_from_dict)
-pv: Any = _volume_projection(pv_from_dict)
-storage_class: Any = _volume_projection(storage_class_from_dict)
+def pv(data: Mapping[str, Any]) -> PersistentVolume:
+    try:
+        return pv_from_dict(data)
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ProjectionError(str(exc)) from exc
+
+
+def storage_class(data: Mapping[str, Any]) -> StorageClass:
+    try:
+        return storage_class_from_dict(data)
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ProjectionError(str(exc)) from exc
 
 
 @attrs.frozen(slots=True)
