@@ -118,6 +118,11 @@ class Runtime:
         configuration = await load_configuration(settings.kubeconfig, env)
         return cls(settings, configuration, env=env, timings=timings)
 
+    def add_writer(self, writer: Component) -> None:
+        """Run ``writer`` (a component that changes the API or the cloud) only while this
+        process leads. Call before the components run."""
+        self.elector.writers.append(writer)
+
     def readiness(self) -> tuple[bool, str]:
         if self.state.synced():
             return True, "ok"

@@ -210,3 +210,30 @@ async def test_followers_keep_informers_warm_by_default(apiserver):
         assert (await get(runtime.http.health_port, "/readyz"))[0] == 200
     finally:
         await finish(runtime, stop, task)
+
+
+async def test_added_writers_run_only_while_leading(apiserver):
+    apiserver.store.create("leases", {
+        "metadata": {"name": "karpy-leader-election", "namespace": "kube-system"},
+        "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 1},
+    })  # fmt: skip
+    ran = asyncio.Event()
+
+    class Writer:
+        name = "test-writer"
+
+        async def run(self, stop: asyncio.Event) -> None:
+            assert runtime.elector.leading.is_set()
+            ran.set()
+            await stop.wait()
+
+    configuration = Configuration()
+    configuration.host = apiserver.url
+    runtime = Runtime(settings(), configuration, env={}, timings=FAST_ELECTION)
+    runtime.add_writer(Writer())
+    stop = asyncio.Event()
+    task = asyncio.create_task(Operator(runtime.settings, runtime.components).run(stop))
+    try:
+        await asyncio.wait_for(ran.wait(), 10)  # once the foreign lease has expired
+    finally:
+        await finish(runtime, stop, task)
