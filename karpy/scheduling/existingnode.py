@@ -19,6 +19,7 @@ from karpy.scheduling.nodeclaim import (
     RESOURCES,
     TAINTS,
     TOPOLOGY,
+    VOLUME_LIMIT,
     VOLUMES,
     Plan,
     Rejection,
@@ -28,6 +29,7 @@ from karpy.scheduling.nodeclaim import (
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.resources import ResourceList, fits, subtract
 from karpy.scheduling.taints import first_untolerated
+from karpy.scheduling.volumelimits import VolumeUsage, pod_volumes
 
 if TYPE_CHECKING:
     from karpy.apis.core import Taint
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from karpy.scheduling.shapes import PodShape
     from karpy.scheduling.solver import ClusterSnapshot
     from karpy.scheduling.topology import Topology
+    from karpy.scheduling.volumelimits import PodVolumes
 
 __all__ = ["ExistingNode", "existing_nodes"]
 
@@ -55,6 +58,7 @@ class ExistingNode:
         "requirements",
         "shapes",
         "taints",
+        "volumes",
     )
 
     def __init__(
@@ -63,6 +67,7 @@ class ExistingNode:
         index: int,
         remaining: ResourceList,
         host_ports: list[HostPort],
+        volumes: VolumeUsage | None = None,
     ) -> None:
         self.node = node
         self.index = index
@@ -76,18 +81,28 @@ class ExistingNode:
         self.pods: list[Pod] = []
         self.shapes: list[PodShape] = []
         self.position = -1  # bit position of the hostname in `Topology.hosts`
+        self.volumes = volumes  # attach limits, when the node has a CSINode
 
     @property
     def name(self) -> str:
         return self.node.name
 
     def can_add(
-        self, shape: PodShape, *, algebra: RequirementAlgebra, topology: Topology
+        self,
+        shape: PodShape,
+        *,
+        algebra: RequirementAlgebra,
+        topology: Topology,
+        pod_volumes: PodVolumes | None = None,
     ) -> Plan | Rejection:
         if self.taints:
             taint = first_untolerated(self.taints, shape.tolerations)
             if taint is not None:
                 return Rejection(TAINTS, taint)
+        if self.volumes is not None:
+            driver = self.volumes.exceeds(pod_volumes or {})
+            if driver is not None:
+                return Rejection(VOLUME_LIMIT, driver)
         if shape.host_ports and host_ports_conflict(shape.host_ports, self.host_ports):
             return Rejection(HOST_PORTS)
         if not fits(shape.requests, self.remaining):
@@ -129,8 +144,17 @@ class ExistingNode:
         assert last is not None
         return last
 
-    def add(self, pod: Pod, shape: PodShape, plan: Plan, topology: Topology) -> None:
+    def add(
+        self,
+        pod: Pod,
+        shape: PodShape,
+        plan: Plan,
+        topology: Topology,
+        pod_volumes: PodVolumes | None = None,
+    ) -> None:
         self.pods.append(pod)
+        if pod_volumes and self.volumes is not None:
+            self.volumes.add(pod_volumes)
         self.shapes.append(shape)
         remaining = self.remaining
         for name, value in shape.requests.items():
@@ -166,15 +190,31 @@ def existing_nodes(cluster: ClusterSnapshot) -> list[ExistingNode]:
         (n for n in cluster.capacity if not n.marked_for_deletion),
         key=lambda n: (not n.initialized, n.name),
     )
+    limits = cluster.volumes.attach_limits
+    volumes_by_node: dict[str, list[PodVolumes]] = {}
+    if limits:
+        for pod in cluster.bound_pods:
+            if pod.volumes and not pod.is_terminal and pod.node_name in limits:
+                volumes_by_node.setdefault(pod.node_name, []).append(
+                    pod_volumes(pod, cluster.volumes)
+                )
     out = []
     for i, node in enumerate(active):
+        node_limits = limits.get(node.name)
+        usage = (
+            VolumeUsage(node_limits, volumes_by_node.get(node.name, ())) if node_limits else None
+        )
         available = subtract(node.allocatable, requests_by_node.get(node.name, {}))
         overhead = existing_node_daemon_overhead(
             node, cluster.daemonset_pods, daemon_by_node.get(node.name, {})
         )
         out.append(
             ExistingNode(
-                node, i, subtract(available, overhead), list(ports_by_node.get(node.name, ()))
+                node,
+                i,
+                subtract(available, overhead),
+                list(ports_by_node.get(node.name, ())),
+                usage,
             )
         )
     return out

@@ -59,6 +59,7 @@ HOST_PORTS: Final = "host ports"
 RESOURCES: Final = "resources"
 MIN_VALUES: Final = "minValues"
 RESERVED: Final = "reserved capacity"
+VOLUME_LIMIT: Final = "volume attach limit"  # per pod, not per shape: never remembered
 MONOTONE: Final = frozenset(
     {TAINTS, REQUIREMENTS, VOLUMES, INSTANCE_TYPES, HOST_PORTS, RESOURCES, MIN_VALUES}
 )

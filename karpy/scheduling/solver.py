@@ -49,6 +49,7 @@ from karpy.scheduling.shapes import RESPECT, PodShape, ShapeBuilder, visible_lab
 from karpy.scheduling.topology import BoundPods, Topology
 from karpy.scheduling.topologygroup import AFFINITY, ANTI_AFFINITY, SPREAD
 from karpy.scheduling.validation import pod_problem
+from karpy.scheduling.volumelimits import pod_volumes
 from karpy.scheduling.volumes import VolumeCatalog, VolumeError, volume_requirements
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from karpy.scheduling.nodes import ClusterNode, Node
     from karpy.scheduling.pods import Pod
     from karpy.scheduling.requirements import Requirements
+    from karpy.scheduling.volumelimits import PodVolumes
 
 __all__ = ["ClusterSnapshot", "Scheduler"]
 
@@ -130,6 +132,8 @@ class Scheduler:
         self.topology: Topology
         self._solved = False
         self.smallest_requests: dict[str, int] = {}
+        # Per pod (by id), the claims it mounts by CSI driver, when some node has limits.
+        self.pod_volumes: dict[int, PodVolumes] = {}
 
     # -- setup -------------------------------------------------------------------------------
     def _build_existing_nodes(self) -> None:
@@ -227,6 +231,8 @@ class Scheduler:
                 except VolumeError as exc:
                     unschedulable.append(Unschedulable(pod, _ignored(str(exc))))
                     continue
+                if volumes.attach_limits:
+                    self.pod_volumes[id(pod)] = pod_volumes(pod, volumes)
             schedulable.append((pod, builder.shape_of(pod, alternatives)))
         return builder, schedulable
 
@@ -296,6 +302,7 @@ class Scheduler:
             return False
         cache = shape.cache
         start: int = cache.get("existing_cursor", 0)
+        claims = self.pod_volumes.get(id(pod))
         listed = self._indexed(hosts, len(existing)) if hosts is not None else None
         if listed is not None:
             nodes = sorted(
@@ -304,9 +311,11 @@ class Scheduler:
             for node in nodes:
                 if node.index < start:
                     continue
-                plan = node.can_add(shape, algebra=self.algebra, topology=self.topology)
+                plan = node.can_add(
+                    shape, algebra=self.algebra, topology=self.topology, pod_volumes=claims
+                )
                 if isinstance(plan, Plan):
-                    node.add(pod, shape, plan, self.topology)
+                    node.add(pod, shape, plan, self.topology, claims)
                     return True
             return False
         cursor_moving = True
@@ -315,9 +324,11 @@ class Scheduler:
             if hosts is not None and not hosts >> node.position & 1:
                 cursor_moving = False
                 continue
-            plan = node.can_add(shape, algebra=self.algebra, topology=self.topology)
+            plan = node.can_add(
+                shape, algebra=self.algebra, topology=self.topology, pod_volumes=claims
+            )
             if isinstance(plan, Plan):
-                node.add(pod, shape, plan, self.topology)
+                node.add(pod, shape, plan, self.topology, claims)
                 return True
             if cursor_moving and is_permanent(plan):
                 cache["existing_cursor"] = i + 1

@@ -74,6 +74,7 @@ class PersistentVolume:
     node_terms: tuple[NodeSelectorTerm, ...]
     local: bool = False
     deleting: bool = False
+    driver: str = ""  # the CSI driver that attaches it ("" for volumes no driver counts)
 
 
 @attrs.frozen(slots=True)
@@ -83,6 +84,7 @@ class StorageClass:
     allowed_topologies: tuple[tuple[tuple[str, tuple[str, ...]], ...], ...]
     default: bool = False
     created: str = ""
+    provisioner: str = ""  # as a CSI driver name (in-tree provisioners translated)
 
 
 def pvc_from_dict(data: Mapping[str, Any]) -> PersistentVolumeClaim:
@@ -111,7 +113,35 @@ def pv_from_dict(data: Mapping[str, Any]) -> PersistentVolume:
         node_terms=tuple(node_selector_term(t) for t in required),
         local=spec.get("local") is not None or spec.get("hostPath") is not None,
         deleting=meta.get("deletionTimestamp") is not None,
+        driver=_pv_driver(spec),
     )
+
+
+# In-tree volume plugins and the CSI drivers that replaced them (CSI migration).
+IN_TREE_DRIVERS = {
+    "kubernetes.io/aws-ebs": "ebs.csi.aws.com",
+    "kubernetes.io/gce-pd": "pd.csi.storage.gke.io",
+    "kubernetes.io/azure-disk": "disk.csi.azure.com",
+    "kubernetes.io/azure-file": "file.csi.azure.com",
+    "kubernetes.io/cinder": "cinder.csi.openstack.org",
+    "kubernetes.io/vsphere-volume": "csi.vsphere.vmware.com",
+    "kubernetes.io/portworx-volume": "pxd.portworx.com",
+}
+
+
+def _driver_name(provisioner: str) -> str:
+    return IN_TREE_DRIVERS.get(provisioner, provisioner)
+
+
+def _pv_driver(spec: Mapping[str, Any]) -> str:
+    # Karpenter counts a bound volume by its CSI driver, and of the in-tree volume types
+    # only AWS EBS; anything else (NFS, hostPath, ...) is not counted against a limit.
+    csi = spec.get("csi")
+    if csi is not None:
+        return str(csi.get("driver") or "")
+    if spec.get("awsElasticBlockStore") is not None:
+        return IN_TREE_DRIVERS["kubernetes.io/aws-ebs"]
+    return ""
 
 
 def storage_class_from_dict(data: Mapping[str, Any]) -> StorageClass:
@@ -130,6 +160,7 @@ def storage_class_from_dict(data: Mapping[str, Any]) -> StorageClass:
         allowed_topologies=tuple(topologies),
         default=any(annotations.get(a) == "true" for a in DEFAULT_CLASS_ANNOTATIONS),
         created=str(meta.get("creationTimestamp") or ""),
+        provisioner=_driver_name(str(data.get("provisioner") or "")),
     )
 
 
@@ -138,6 +169,8 @@ class VolumeCatalog:
     claims: Mapping[tuple[str, str], PersistentVolumeClaim] = attrs.field(factory=dict)
     volumes: Mapping[str, PersistentVolume] = attrs.field(factory=dict)
     classes: Mapping[str, StorageClass] = attrs.field(factory=dict)
+    # node name -> CSI driver -> how many volumes it may attach there (from CSINodes)
+    attach_limits: Mapping[str, Mapping[str, int]] = attrs.field(factory=dict)
 
     @classmethod
     def build(
@@ -145,11 +178,13 @@ class VolumeCatalog:
         claims: Sequence[PersistentVolumeClaim],
         volumes: Sequence[PersistentVolume],
         classes: Sequence[StorageClass],
+        attach_limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> VolumeCatalog:
         return cls(
             claims={(c.namespace, c.name): c for c in claims},
             volumes={v.name: v for v in volumes},
             classes={c.name: c for c in classes},
+            attach_limits=dict(attach_limits or {}),
         )
 
 

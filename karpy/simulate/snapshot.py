@@ -27,6 +27,7 @@ from karpy.scheduling.pods import PodFormatError, pod_from_dict
 from karpy.scheduling.quantity import QuantityError, parse_quantity
 from karpy.scheduling.reschedule import pdb_from_dict, reschedulable_pods
 from karpy.scheduling.solver import ClusterSnapshot
+from karpy.scheduling.volumelimits import attach_limits_from_dict
 from karpy.scheduling.volumes import (
     VolumeCatalog,
     pv_from_dict,
@@ -57,6 +58,7 @@ KINDS: Final = frozenset(
         "StorageClass",
         "Namespace",
         "RuntimeClass",
+        "CSINode",
     }
 )
 
@@ -207,6 +209,7 @@ def build_input(
             [_parse(o, pvc_from_dict) for o in by_kind["PersistentVolumeClaim"]],
             [_parse(o, pv_from_dict) for o in by_kind["PersistentVolume"]],
             [_parse(o, storage_class_from_dict) for o in by_kind["StorageClass"]],
+            dict(_parse(o, attach_limits_from_dict) for o in by_kind["CSINode"]),
         ),
     )
     return SimulationInput(context=context, cluster=cluster, pods=tuple(to_schedule))
