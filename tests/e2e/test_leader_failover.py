@@ -55,6 +55,14 @@ class LeaseHistory:
                 pass
             self._stop.wait(0.02)
 
+    def wait_for_holder(self, name: str, timeout: float = 10.0) -> None:
+        """Until the poller has seen ``name`` (its identity's prefix) hold the Lease."""
+        deadline = time.monotonic() + timeout
+        while not any(h.split("_")[0] == name for _, h, _ in list(self.records)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{name} never seen holding the lease: {self.records}")
+            time.sleep(0.02)
+
     def stop(self) -> list[tuple[float, str, int]]:
         self._stop.set()
         self._thread.join(5)
@@ -101,6 +109,7 @@ def test_killed_leader_is_replaced_within_the_lease_duration(tmp_path):
             killed_at = time.time()
             took_over = second.wait_for_message("started leading", timeout=30)
             assert log_time(took_over) - killed_at < lease_duration + 2.0
+            history.wait_for_holder("second")
         finally:
             first.kill()
             if second is not None:
@@ -131,6 +140,7 @@ def test_sigterm_hands_the_lease_over_long_before_it_would_expire(tmp_path):
             released = first.wait_for_message("released the leader lease")
             took_over = second.wait_for_message("started leading", timeout=lease_duration)
             assert log_time(took_over) - log_time(released) < lease_duration / 2
+            history.wait_for_holder("second")
         finally:
             first.kill()
             if second is not None:
@@ -138,8 +148,9 @@ def test_sigterm_hands_the_lease_over_long_before_it_would_expire(tmp_path):
                 assert second.finish() == 0
         records = history.stop()
     assert_no_overlap(intervals(first), intervals(second))
-    assert [h.split("_")[0] for _, h, _ in records if h][-1] == "second"
-    assert "" in [h for _, h, _ in records]  # the release was written before the takeover
+    named = [(h.split("_")[0], t) for _, h, t in records if h]
+    assert named[-1][0] == "second", records
+    assert named[-1][1] == named[0][1] + 1, records  # one takeover, counted
 
 
 def test_a_leader_that_cannot_renew_stops_and_exits_non_zero(tmp_path):
