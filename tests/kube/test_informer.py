@@ -21,7 +21,7 @@ from karpy.state.cluster import ClusterState
 from tests import factories as f
 from tests.factories import Obj
 from tests.kube.fakeclock import RecordingClock
-from tests.kube.helpers import FAST, eventually, listed_versions, running
+from tests.kube.helpers import eventually, listed_versions, running
 
 PODS = WatchSpec(resources.PODS, p.pod_info, kind=kinds.POD)
 NODES = WatchSpec(resources.NODES, p.node_info, kind=kinds.NODE)
@@ -331,7 +331,3 @@ async def test_informer_stops_promptly_when_asked(apiserver):
     async with running(apiserver, [PODS, NODES]) as (_, informers):
         await asyncio.gather(*(asyncio.wait_for(i.synced.wait(), 5) for i in informers))
     # leaving the block set `stop` and awaited every informer: reaching here is the test
-
-
-async def test_fast_options_are_fast():
-    assert FAST.backoff_max < 1
