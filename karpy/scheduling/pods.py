@@ -135,6 +135,7 @@ class Pod:
     terminating: bool = False
     creation_timestamp: str = ""
     owners: tuple[tuple[str, str, str], ...] = ()  # (apiVersion, kind, name)
+    controller: tuple[str, str, str] | None = None  # the owner with ``controller: true``
     unschedulable_condition: bool = False
     nominated_node_name: str = ""
     node_selector: tuple[tuple[str, str], ...] = ()
@@ -386,6 +387,15 @@ def pod_from_dict(data: Mapping[str, Any]) -> Pod:
         c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
         for c in status.get("conditions") or ()
     )
+    refs = meta.get("ownerReferences") or ()
+    owners = tuple(
+        (
+            _intern(str(o.get("apiVersion", ""))),
+            _intern(str(o.get("kind", ""))),
+            str(o.get("name", "")),
+        )
+        for o in refs
+    )
     try:
         requests = pod_requests(spec)
     except PodFormatError:
@@ -402,13 +412,10 @@ def pod_from_dict(data: Mapping[str, Any]) -> Pod:
         phase=str(status.get("phase") or "Pending"),
         terminating=meta.get("deletionTimestamp") is not None,
         creation_timestamp=str(meta.get("creationTimestamp") or ""),
-        owners=tuple(
-            (
-                _intern(str(o.get("apiVersion", ""))),
-                _intern(str(o.get("kind", ""))),
-                str(o.get("name", "")),
-            )
-            for o in meta.get("ownerReferences") or ()
+        owners=owners,
+        controller=next(
+            (owner for owner, ref in zip(owners, refs, strict=True) if ref.get("controller")),
+            None,
         ),
         unschedulable_condition=unschedulable,
         nominated_node_name=str(status.get("nominatedNodeName") or ""),

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from karpy.errors import UsageError
+from karpy.scheduling.defaultspread import SchedulerConfigError, parse_scheduler_config
 from karpy.scheduling.solver import Scheduler
 from karpy.simulate.render import to_document
 from karpy.simulate.snapshot import SnapshotError, build_input
@@ -34,6 +35,7 @@ def run(
     only_unschedulable: bool = False,
     preference_policy: str = "Respect",
     min_values_policy: str = "Strict",
+    scheduler_config: Mapping[str, Any] | None = None,
     clock: Callable[[], float] = time.monotonic,
     budget: float = 30.0,
 ) -> Results:
@@ -43,11 +45,16 @@ def run(
     if min_values_policy not in MIN_VALUES_POLICIES:
         raise UsageError(f"minValues policy must be one of {', '.join(MIN_VALUES_POLICIES)}")
     try:
+        default_spread = parse_scheduler_config(scheduler_config)
+    except SchedulerConfigError as exc:
+        raise UsageError(f"scheduler config: {exc}") from exc
+    try:
         inputs = build_input(
             objects,
             catalog,
             only_unschedulable=only_unschedulable,
             min_values_policy=min_values_policy,
+            default_spread=default_spread,
         )
     except SnapshotError as exc:
         raise UsageError(str(exc)) from exc
@@ -62,8 +69,14 @@ def simulate(
     only_unschedulable: bool = False,
     preference_policy: str = "Respect",
     min_values_policy: str = "Strict",
+    scheduler_config: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Simulate one provisioning round; the result is simulate's ``-o json`` document.
+
+    ``scheduler_config`` is the document Karpenter's ``--scheduler-config`` takes
+    (``{podTopologySpread: {defaultConstraints: [...]}}``): cluster-wide default spread
+    constraints for pods that declare none, with selectors deduced from the snapshot's
+    Services, ReplicaSets, StatefulSets and ReplicationControllers.
 
     Raises `karpy.errors.UsageError` for unusable input (an object or catalog entry that
     does not parse or validate), naming the object.
@@ -75,5 +88,6 @@ def simulate(
         only_unschedulable=only_unschedulable,
         preference_policy=preference_policy,
         min_values_policy=min_values_policy,
+        scheduler_config=scheduler_config,
     )
     return to_document(results, seconds=time.monotonic() - started)

@@ -12,14 +12,23 @@ import time
 from typing import TYPE_CHECKING
 
 from karpy.errors import UsageError
+from karpy.scheduling.defaultspread import SchedulerConfigError, parse_scheduler_config
 from karpy.scheduling.solver import Scheduler
 from karpy.simulate import MIN_VALUES_POLICIES, PREFERENCE_POLICIES
-from karpy.simulate.loader import load_catalog, load_objects
+from karpy.simulate.loader import load_catalog, load_objects, load_scheduler_config
 from karpy.simulate.render import render_json, render_table, render_yaml, to_document
-from karpy.simulate.snapshot import KINDS, SnapshotError, build_input, object_ref
+from karpy.simulate.snapshot import (
+    KINDS,
+    WORKLOAD_KINDS,
+    SnapshotError,
+    build_input,
+    object_ref,
+)
 
 if TYPE_CHECKING:
     import argparse
+
+    from karpy.scheduling.pods import TopologySpreadConstraint
 
 __all__ = ["add_arguments", "run"]
 
@@ -60,17 +69,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="Strict",
         help="BestEffort relaxes minValues when it cannot be met",
     )
+    parser.add_argument(
+        "--scheduler-config",
+        metavar="FILE",
+        help="Karpenter's --scheduler-config document: default topology spread constraints",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     documents = load_objects(args.files)
     catalog = load_catalog(args.instance_types)
+    default_spread: tuple[TopologySpreadConstraint, ...] = ()
+    if args.scheduler_config:
+        try:
+            default_spread = parse_scheduler_config(load_scheduler_config(args.scheduler_config))
+        except SchedulerConfigError as exc:
+            raise UsageError(f"{args.scheduler_config}: {exc}") from exc
+    kinds = KINDS | WORKLOAD_KINDS if default_spread else KINDS
     sources: dict[str, str] = {}
     objects = []
     for source, obj in documents:
         ref = object_ref(obj)
-        if obj.get("kind") not in KINDS:
+        if obj.get("kind") not in kinds:
             print(f"karpy simulate: ignoring {ref} ({source}): kind not used", file=sys.stderr)
             continue
         sources.setdefault(ref, source)
@@ -81,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
             catalog,
             only_unschedulable=args.only_unschedulable,
             min_values_policy=args.min_values_policy,
+            default_spread=default_spread,
         )
     except SnapshotError as exc:
         source = sources.get(exc.ref, args.instance_types)

@@ -19,7 +19,7 @@ from karpy.errors import UsageError
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-__all__ = ["Document", "load_catalog", "load_objects"]
+__all__ = ["Document", "load_catalog", "load_objects", "load_scheduler_config"]
 
 SUFFIXES = (".yaml", ".yml", ".json")
 Document = tuple[str, dict[str, Any]]  # (source, object)
@@ -83,9 +83,17 @@ def load_objects(paths: Sequence[str], stdin: TextIO | None = None) -> list[Docu
 
 
 def load_catalog(path: str) -> dict[str, Any]:
+    return _load_mapping(path, "the instance-type catalog")
+
+
+def load_scheduler_config(path: str) -> dict[str, Any]:
+    return _load_mapping(path, "the scheduler config")
+
+
+def _load_mapping(path: str, what: str) -> dict[str, Any]:
     files = _files(path)
     if len(files) != 1:
-        raise UsageError(f"{path}: the instance-type catalog must be one file")
+        raise UsageError(f"{path}: {what} must be one file")
     source, file = files[0]
     if file is None:
         text = sys.stdin.read()
@@ -96,6 +104,6 @@ def load_catalog(path: str) -> dict[str, Any]:
             raise UsageError(f"{source}: {exc.strerror or exc}") from exc
     docs = [d for d in _parse_stream(source, text) if d is not None]
     if len(docs) != 1 or not isinstance(docs[0], dict):
-        raise UsageError(f"{source}: the instance-type catalog must be one mapping")
+        raise UsageError(f"{source}: {what} must be one mapping")
     data: dict[str, Any] = docs[0]
     return data

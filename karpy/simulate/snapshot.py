@@ -22,6 +22,12 @@ from karpy.apis.nodepool import NodePool
 from karpy.scheduling.catalog import Catalog, CatalogError, parse_catalog
 from karpy.scheduling.context import SchedulingContext, build_context
 from karpy.scheduling.daemonsets import daemonset_pod, daemonset_pods
+from karpy.scheduling.defaultspread import (
+    Workloads,
+    owner_selector_from_dict,
+    service_selector_from_dict,
+    with_default_spread,
+)
 from karpy.scheduling.nodes import cluster_nodes, node_from_dict
 from karpy.scheduling.pods import PodFormatError, pod_from_dict
 from karpy.scheduling.quantity import QuantityError, parse_quantity
@@ -38,11 +44,18 @@ from karpy.scheduling.volumes import (
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-    from karpy.scheduling.pods import Pod
+    from karpy.scheduling.pods import Pod, TopologySpreadConstraint
 
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 
-__all__ = ["KINDS", "SimulationInput", "SnapshotError", "build_input", "object_ref"]
+__all__ = [
+    "KINDS",
+    "WORKLOAD_KINDS",
+    "SimulationInput",
+    "SnapshotError",
+    "build_input",
+    "object_ref",
+]
 
 KINDS: Final = frozenset(
     {
@@ -61,6 +74,8 @@ KINDS: Final = frozenset(
         "CSINode",
     }
 )
+# Used only with default spread constraints: what their selectors are deduced from.
+WORKLOAD_KINDS: Final = frozenset({"Service", "ReplicaSet", "StatefulSet", "ReplicationController"})
 
 
 class SnapshotError(ValueError):
@@ -155,9 +170,16 @@ def build_input(
     *,
     only_unschedulable: bool = False,
     min_values_policy: str = "Strict",
+    default_spread: tuple[TopologySpreadConstraint, ...] = (),
 ) -> SimulationInput:
-    """Parse ``objects`` and ``catalog`` into one round's scheduler inputs."""
-    by_kind: dict[str, list[Mapping[str, Any]]] = {k: [] for k in KINDS}
+    """Parse ``objects`` and ``catalog`` into one round's scheduler inputs.
+
+    ``default_spread`` (from `parse_scheduler_config`) is applied to the pods to schedule
+    that declare no spread constraint, with selectors deduced from the snapshot's Services
+    and controllers.
+    """
+    kinds = KINDS | WORKLOAD_KINDS if default_spread else KINDS
+    by_kind: dict[str, list[Mapping[str, Any]]] = {k: [] for k in kinds}
     seen: set[str] = set()
     for obj in objects:
         kind = obj.get("kind")
@@ -212,4 +234,14 @@ def build_input(
             dict(_parse(o, attach_limits_from_dict) for o in by_kind["CSINode"]),
         ),
     )
+    if default_spread:
+        workloads = Workloads.build(
+            [_parse(o, service_selector_from_dict) for o in by_kind["Service"]],
+            [
+                _parse(o, owner_selector_from_dict)
+                for kind in ("ReplicaSet", "StatefulSet", "ReplicationController")
+                for o in by_kind[kind]
+            ],
+        )
+        to_schedule = with_default_spread(to_schedule, default_spread, workloads)
     return SimulationInput(context=context, cluster=cluster, pods=tuple(to_schedule))

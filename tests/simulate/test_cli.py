@@ -154,3 +154,51 @@ def test_output_is_byte_identical_for_the_same_input(
     for doc in docs:
         doc["stats"].pop("seconds")
     assert docs[0] == docs[1]
+
+
+def test_a_scheduler_config_spreads_workloads_by_default(
+    tmp_path: Path, catalog_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    labels = {"app": "web"}
+    rs = f.replica_set("web", template=f.pod(labels=labels))
+    pods = [
+        f.pod(
+            f"web-{i}", labels=labels, owner_references=[f.owned_by(rs)], requests={"cpu": "100m"}
+        )
+        for i in range(2)
+    ]
+    snapshot = write_yaml(tmp_path / "s.yaml", f.nodepool("default"), rs, *pods)
+    config = write_yaml(
+        tmp_path / "scheduler.yaml",
+        {
+            "podTopologySpread": {
+                "defaultConstraints": [f.topology_spread("kubernetes.io/hostname")]
+            }
+        },
+    )
+    base = ["simulate", "-f", str(snapshot), "--instance-types", str(catalog_file)]
+    assert main(base) == 0
+    captured = capsys.readouterr()
+    assert len(json.loads(captured.out)["nodeClaims"]) == 1
+    assert "ignoring ReplicaSet default/web" in captured.err
+    assert main([*base, "--scheduler-config", str(config)]) == 0
+    captured = capsys.readouterr()
+    assert len(json.loads(captured.out)["nodeClaims"]) == 2
+    assert "ignoring" not in captured.err
+
+
+def test_an_invalid_scheduler_config_exits_two(
+    tmp_path: Path, snapshot_file: Path, catalog_file: Path
+) -> None:
+    config = write_yaml(tmp_path / "scheduler.yaml", {"podTopologySpread": {"typo": []}})
+    done = run_cli(
+        "-f",
+        str(snapshot_file),
+        "--instance-types",
+        str(catalog_file),
+        "--scheduler-config",
+        str(config),
+    )
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert str(config) in line and 'unknown field "typo"' in line
