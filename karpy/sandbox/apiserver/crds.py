@@ -78,6 +78,12 @@ def validate_crd(crd: Obj) -> list[FieldError]:
             )
         )
     for i, version in enumerate(versions):
+        openapi = _get(version, "schema", "openAPIV3Schema")
+        if isinstance(openapi, dict):
+            try:
+                compiled(openapi)
+            except crd_schema.InvalidSchema as exc:
+                found.extend(exc.errors_at(f"spec.versions[{i}].schema."))
         for j, column in enumerate(version.get("additionalPrinterColumns") or []):
             try:
                 compile_path(str(column.get("jsonPath", "")))

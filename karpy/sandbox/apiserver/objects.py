@@ -232,10 +232,11 @@ class ObjectAPI:
         schema = view.kind.schemas.get(view.version)
         if schema is None:
             return []
-        schema.apply_defaults(obj)
+        # kube-apiserver prunes what the decoder read, then applies defaults.
         before = _leaf_paths(obj)
         schema.prune(obj)
         dropped = before - _leaf_paths(obj)
+        schema.apply_defaults(obj)
         unknown = sorted(p for p in dropped if not any(p.startswith(q + ".") for q in dropped))
         if unknown and field_validation == "Strict":
             raise errors.bad_request(

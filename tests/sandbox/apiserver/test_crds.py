@@ -228,6 +228,28 @@ async def test_invalid_crd_is_rejected(kube_api_client):
     assert status == 422 and body["details"]["causes"][0]["field"] == "metadata.name"
 
 
+async def test_crd_with_an_uncompilable_rule_is_rejected_on_its_schema_path(
+    apiserver, kube_api_client
+):
+    bad = widget_crd()
+    bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "x-kubernetes-validations": [{"rule": "self.size() +"}],
+            }
+        },
+    }
+    status, body, _ = await call(
+        kube_api_client, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", bad
+    )
+    assert status == 422
+    fields = [cause["field"] for cause in body["details"]["causes"]]
+    assert fields and all(f.startswith("spec.versions[0].schema.openAPIV3Schema") for f in fields)
+    assert apiserver.store.try_get("customresourcedefinitions", "widgets.example.com") is None
+
+
 def _nodepool(name: str, **spec: Any) -> dict[str, Any]:
     template = {
         "spec": {
