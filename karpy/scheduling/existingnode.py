@@ -205,8 +205,12 @@ def existing_nodes(cluster: ClusterSnapshot) -> list[ExistingNode]:
             VolumeUsage(node_limits, volumes_by_node.get(node.name, ())) if node_limits else None
         )
         available = subtract(node.allocatable, requests_by_node.get(node.name, {}))
-        overhead = existing_node_daemon_overhead(
-            node, cluster.daemonset_pods, daemon_by_node.get(node.name, {})
+        overhead = (
+            existing_node_daemon_overhead(
+                node, cluster.daemonset_pods, daemon_by_node.get(node.name, {})
+            )
+            if cluster.daemonset_pods
+            else {}
         )
         out.append(
             ExistingNode(

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from karpy.scheduling.instancetypes import InstanceType
     from karpy.scheduling.requirements import Requirements
 
-__all__ = ["InstanceTypeIndex", "iter_bits"]
+__all__ = ["InstanceTypeIndex", "bitset_bytes", "iter_bits"]
 
 OfferingKey = tuple[Requirement | None, Requirement | None, Requirement | None]
 # Memo tables are dropped when they reach this size (they refill with what is in use).
@@ -51,6 +51,14 @@ def iter_bits(mask: int) -> Iterator[int]:
         low = mask & -mask
         yield low.bit_length() - 1
         mask ^= low
+
+
+def bitset_bytes(mask: int | None, positions: int) -> bytes | None:
+    """``mask`` over ``positions`` bits as little-endian bytes: bit ``p`` is
+    ``b[p >> 3] >> (p & 7) & 1``, an O(1) test where ``mask >> p & 1`` copies the int."""
+    if mask is None:
+        return None
+    return mask.to_bytes((max(positions, mask.bit_length()) >> 3) + 1, "little")
 
 
 class InstanceTypeIndex:

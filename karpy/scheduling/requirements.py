@@ -32,6 +32,7 @@ and memoise intersections and compatibility answers by identity.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -303,6 +304,12 @@ class RequirementConflict:
         return f"key {self.key}, {self.incoming.render()} not in {self.existing.render()}"
 
 
+@functools.lru_cache(maxsize=16384)
+def _label_requirement(key: str, value: str) -> Requirement:
+    # Nodes share most of their labels (zone, arch, instance type, pool): build each once.
+    return Requirement.new(key, IN, (value,))
+
+
 class Requirements:
     """An immutable set of requirements, at most one per label key.
 
@@ -329,7 +336,12 @@ class Requirements:
 
     @classmethod
     def from_labels(cls, labels: Mapping[str, str]) -> Requirements:
-        return cls(Requirement.new(k, IN, (v,)) for k, v in labels.items())
+        by_key: dict[str, Requirement] = {}
+        for k, v in labels.items():
+            req = _label_requirement(k, v)
+            existing = by_key.get(req.key)  # two aliases of one key: both must hold
+            by_key[req.key] = req if existing is None else req.intersection(existing)
+        return cls._from_dict(by_key)
 
     # -- mapping protocol -------------------------------------------------------------
     def __contains__(self, key: object) -> bool:

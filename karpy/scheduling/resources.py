@@ -33,6 +33,7 @@ __all__ = [
     "max_resources",
     "merge",
     "min_resources",
+    "smallest_requests",
     "subtract",
 ]
 
@@ -119,3 +120,19 @@ def render_resources(lst: Mapping[str, int]) -> str:
         return "{}"
     inner = ", ".join(f"{k}: {v}" for k, v in format_resources(lst).items())
     return "{" + inner + "}"
+
+
+def smallest_requests(requests: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """Per resource, the smallest of ``requests`` (only resources every one requests)."""
+    smallest: dict[str, int] | None = None
+    for lst in requests:
+        if smallest is None:
+            smallest = {k: v for k, v in lst.items() if v > 0}
+            continue
+        for name in list(smallest):
+            value = lst.get(name, 0)
+            if value <= 0:
+                del smallest[name]
+            elif value < smallest[name]:
+                smallest[name] = value
+    return smallest or {}

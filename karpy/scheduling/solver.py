@@ -39,12 +39,14 @@ from karpy.scheduling.daemonsets import daemon_overhead_groups
 from karpy.scheduling.existingnode import ExistingNode, existing_nodes
 from karpy.scheduling.explain import Explainer
 from karpy.scheduling.finalize import finalize_claims
-from karpy.scheduling.index import iter_bits
+from karpy.scheduling.index import bitset_bytes, iter_bits
 from karpy.scheduling.limits import PoolLimits
 from karpy.scheduling.nodeclaim import RESERVED, NewNodeClaim, Plan, Rejection, is_permanent
 from karpy.scheduling.queue import ClaimOrder, PodQueue
 from karpy.scheduling.reservations import ReservationManager
+from karpy.scheduling.resources import smallest_requests
 from karpy.scheduling.results import ExistingNodePlacement, Results, Unschedulable
+from karpy.scheduling.roomindex import RoomIndex
 from karpy.scheduling.shapes import RESPECT, PodShape, ShapeBuilder, visible_label_keys
 from karpy.scheduling.topology import BoundPods, Topology
 from karpy.scheduling.topologygroup import AFFINITY, ANTI_AFFINITY, SPREAD
@@ -118,6 +120,7 @@ class Scheduler:
         self.claims: list[NewNodeClaim] = []
         self.claim_order = ClaimOrder()
         self.existing: list[ExistingNode] = []
+        self.room = RoomIndex(())
         # Existing nodes and planned claims by host position (see `Topology.hosts`).
         self.by_host: dict[int, ExistingNode | NewNodeClaim] = {}
         self.limits = PoolLimits(context, cluster.capacity)
@@ -141,6 +144,7 @@ class Scheduler:
             node.position = self.topology.hosts.position(node.hostname)
             self.existing.append(node)
             self.by_host[node.position] = node
+        self.room = RoomIndex((n.position, n.remaining) for n in self.existing)
 
     # -- the round ----------------------------------------------------------------------------
     def solve(
@@ -176,7 +180,7 @@ class Scheduler:
             self.topology.prepare(shape)
         self._build_existing_nodes()
         shape_of = {id(pod): shape for pod, shape in schedulable}
-        self.smallest_requests = _smallest_requests(s.requests for s in shapes.shapes)
+        self.smallest_requests = smallest_requests(s.requests for s in shapes.shapes)
         queue = PodQueue(pod for pod, _ in schedulable)
         failed: dict[int, Pod] = {}
         deferred: list[Pod] = []
@@ -303,7 +307,9 @@ class Scheduler:
         cache = shape.cache
         start: int = cache.get("existing_cursor", 0)
         claims = self.pod_volumes.get(id(pod))
-        listed = self._indexed(hosts, len(existing)) if hosts is not None else None
+        roomy = self.room.candidates(shape.requests)
+        both = hosts if roomy is None else roomy if hosts is None else hosts & roomy
+        listed = self._indexed(both, len(existing)) if both is not None else None
         if listed is not None:
             nodes = sorted(
                 (n for n in listed if isinstance(n, ExistingNode)), key=lambda n: n.index
@@ -316,19 +322,29 @@ class Scheduler:
                 )
                 if isinstance(plan, Plan):
                     node.add(pod, shape, plan, self.topology, claims)
+                    self.room.update(node.position, node.remaining)
                     return True
             return False
         cursor_moving = True
+        positions = len(self.topology.hosts)
+        allowed = bitset_bytes(hosts, positions)
+        with_room = bitset_bytes(roomy, positions)
         for i in range(start, len(existing)):
             node = existing[i]
-            if hosts is not None and not hosts >> node.position & 1:
-                cursor_moving = False
+            position = node.position
+            if allowed is not None and not allowed[position >> 3] >> (position & 7) & 1:
+                cursor_moving = False  # topology may allow this node later
+                continue
+            if with_room is not None and not with_room[position >> 3] >> (position & 7) & 1:
+                if cursor_moving:  # too full for this shape, for the rest of the round
+                    cache["existing_cursor"] = i + 1
                 continue
             plan = node.can_add(
                 shape, algebra=self.algebra, topology=self.topology, pod_volumes=claims
             )
             if isinstance(plan, Plan):
                 node.add(pod, shape, plan, self.topology, claims)
+                self.room.update(node.position, node.remaining)
                 return True
             if cursor_moving and is_permanent(plan):
                 cache["existing_cursor"] = i + 1
@@ -478,22 +494,6 @@ def _short_of(room: Mapping[str, int], requests: Mapping[str, int]) -> tuple[str
         if left is not None and left < requests.get(resource, 0):
             return resource, left
     return None
-
-
-def _smallest_requests(requests: Iterable[Mapping[str, int]]) -> dict[str, int]:
-    """Per resource, the smallest request of any pod (resources every pod requests)."""
-    smallest: dict[str, int] | None = None
-    for lst in requests:
-        if smallest is None:
-            smallest = {k: v for k, v in lst.items() if v > 0}
-            continue
-        for name in list(smallest):
-            value = lst.get(name, 0)
-            if value <= 0:
-                del smallest[name]
-            elif value < smallest[name]:
-                smallest[name] = value
-    return smallest or {}
 
 
 def _ignored(problem: str) -> str:

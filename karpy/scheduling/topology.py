@@ -176,7 +176,9 @@ class _SelectionIndex:
 
 class Topology:
     __slots__ = (
+        "_admitted",
         "_domain_nodes",
+        "_domains_seen",
         "_groups",
         "_inverse",
         "_namespace_labels",
@@ -209,6 +211,8 @@ class Topology:
         self._groups = _SelectionIndex()
         self._inverse = _SelectionIndex()
         self._node_requirements: dict[str, Requirements] = {}
+        self._domains_seen: dict[tuple[str, TopologyNodeFilter], list[str]] = {}
+        self._admitted: dict[TopologyNodeFilter, dict[str, bool]] = {}
         self.hosts = HostIndex()
         self.excluded = excluded
         self.policy = policy
@@ -345,41 +349,62 @@ class Topology:
             return (base,)
         return tuple(base.merge(term_requirements(t)) for t in shape.required_node_terms)
 
-    def _labels_requirements(self, node: Node) -> Requirements:
-        reqs = self._node_requirements.get(node.name)
+    def _labels_requirements(self, name: str, labels: Mapping[str, str]) -> Requirements:
+        reqs = self._node_requirements.get(name)
         if reqs is None:
-            reqs = self._node_requirements[node.name] = Requirements.from_labels(node.labels)
+            reqs = self._node_requirements[name] = Requirements.from_labels(labels)
         return reqs
+
+    def _admits(self, node_filter: TopologyNodeFilter, node: Node) -> bool:
+        admitted = self._admitted.setdefault(node_filter, {})
+        verdict = admitted.get(node.name)
+        if verdict is None:
+            requirements = self._labels_requirements(node.name, node.labels)
+            verdict = admitted[node.name] = node_filter.matches(node.taints, requirements)
+        return verdict
+
+    def _cluster_domains(self, key: str, node_filter: TopologyNodeFilter) -> list[str]:
+        """The ``key`` values of existing nodes ``node_filter`` admits (shared by groups)."""
+        cached = self._domains_seen.get((key, node_filter))
+        if cached is not None:
+            return cached
+        domains: dict[str, None] = {}
+        for cluster_node in self._domain_nodes:
+            domain = cluster_node.labels.get(key)
+            if domain is None or domain in domains:
+                continue
+            node = self._nodes_by_name.get(cluster_node.name)
+            taints = node.taints if node is not None else cluster_node.node_taints
+            requirements = self._labels_requirements(cluster_node.name, cluster_node.labels)
+            if node_filter.matches(taints, requirements):
+                domains[domain] = None
+        out = self._domains_seen[(key, node_filter)] = list(domains)
+        return out
 
     def _count_cluster(self, group: TopologyGroup) -> None:
         """Seed a new group with the domains of existing nodes and the bound pods it selects."""
         node_filter = group.node_filter
+        admits_all = node_filter is EMPTY_FILTER or node_filter.admits_all
+        if admits_all:
+            node_filter = EMPTY_FILTER  # one cache entry for every filter that admits all
         key = group.key
         if not group.is_hostname:
-            for cluster_node in self._domain_nodes:
-                domain = cluster_node.labels.get(key)
-                if domain is None:
-                    continue
-                node = self._nodes_by_name.get(cluster_node.name)
-                taints = node.taints if node is not None else cluster_node.node_taints
-                if node_filter.matches(taints, Requirements.from_labels(cluster_node.labels)):
-                    group.register(domain)
+            for domain in self._cluster_domains(key, node_filter):
+                group.register(domain)
         for pod in self._pods.matching(group.namespaces, group.selector):
             if pod.uid in self.excluded:
                 continue
             node = self._nodes_by_name.get(pod.node_name)
             if node is None:
                 continue
-            domain = node.labels.get(key)
-            if domain is None and group.is_hostname:
-                domain = node.name
-            if domain is None:
+            found = node.labels.get(key)
+            if found is None and group.is_hostname:
+                found = node.name
+            if found is None:
                 continue
-            if node_filter is not EMPTY_FILTER and not node_filter.matches(
-                node.taints, self._labels_requirements(node)
-            ):
+            if not admits_all and not self._admits(node_filter, node):
                 continue
-            group.record(domain)
+            group.record(found)
 
     # -- per-shape views -------------------------------------------------------------------
     def _selecting(self, shape: PodShape) -> tuple[list[TopologyGroup], list[TopologyGroup]]:

@@ -60,6 +60,12 @@ class TopologyNodeFilter:
     affinity_policy: str = ""
     tolerations: tuple[Toleration, ...] = ()
 
+    @property
+    def admits_all(self) -> bool:
+        """Does this filter admit every node (no node selector honoured, no taints)?"""
+        no_affinity = self.affinity_policy != HONOR or not any(self.terms)
+        return no_affinity and self.taint_policy != HONOR
+
     def matches(
         self,
         taints: Sequence[Taint],

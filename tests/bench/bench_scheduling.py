@@ -6,7 +6,9 @@ GiB, ``10(i+1)`` pods; 100m/10Mi overhead; spot in two zones and on-demand in th
 ``0.1 x cpu + 0.1 x GB``); "diverse" pods in five equal kinds (generic, zonal spread,
 hostname spread, zonal self-affinity, hostname anti-affinity) with random requests and
 labels from a seeded generator; and 4,000 "preference" pods run with preferences respected
-and ignored.
+and ignored. One more case, not in Karpenter's benchmark, is the round a controller runs
+most: ``steady-40000`` places 100 new diverse pods in a settled cluster of 40,000 running
+pods on the 8,000 nodes karpy chose for them.
 
 Each case runs in a fresh subprocess so its peak RSS is its own. Reported per case: the
 time to build the solve's inputs from the objects (pod projection, NodePool and catalog
@@ -30,6 +32,9 @@ if TYPE_CHECKING:
 
 SIZES = (1, 100, 1_000, 5_000, 10_000, 20_000, 40_000)
 PREFERENCE_PODS = 4_000
+# A settled cluster: 40,000 running pods on their 8,000 nodes, and 100 new pending pods.
+STEADY = "steady-40000"
+STEADY_PENDING = 100
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
 CPUS = ("100m", "250m", "500m", "1000m", "1500m")
@@ -207,7 +212,88 @@ class Workload:
 
 
 # -- one case, in this process -----------------------------------------------------------
+def _settled_cluster(context: Any, pods: list[Any]) -> tuple[list[Any], list[Any]]:
+    """Nodes and bound pods as they are once ``pods`` ran where karpy placed them."""
+    import attrs
+
+    from karpy.scheduling.nodes import node_from_dict
+    from karpy.scheduling.quantity import format_resource
+    from karpy.scheduling.solver import ClusterSnapshot, Scheduler
+
+    results = Scheduler(context, ClusterSnapshot()).solve(pods, budget=3600.0)
+    nodes, bound = [], []
+    for i, claim in enumerate(results.new_nodeclaims):
+        name = f"node-{i}"
+        labels = {
+            **claim.labels,
+            HOSTNAME: name,
+            ZONE: claim.offering.zone,
+            "node.kubernetes.io/instance-type": claim.instance_type.name,
+            "karpenter.sh/capacity-type": claim.offering.capacity_type,
+            "karpenter.sh/registered": "true",
+            "karpenter.sh/initialized": "true",
+        }
+        allocatable = {k: format_resource(k, v) for k, v in claim.instance_type.allocatable.items()}
+        ready = [{"type": "Ready", "status": "True"}]
+        status = {"allocatable": allocatable, "capacity": allocatable, "conditions": ready}
+        nodes.append(
+            node_from_dict({"metadata": {"name": name, "labels": labels}, "status": status})
+        )
+        bound += [attrs.evolve(p, node_name=name) for p in claim.pods]
+    return nodes, bound
+
+
+def run_steady_case(case: str) -> dict[str, Any]:
+    """A round in a settled cluster: ``STEADY_PENDING`` new pods beside N running ones."""
+    from karpy.apis.labels import AWS_WELL_KNOWN_LABELS
+    from karpy.apis.nodepool import NodePool
+    from karpy.scheduling.catalog import parse_catalog
+    from karpy.scheduling.context import build_context
+    from karpy.scheduling.nodes import cluster_nodes
+    from karpy.scheduling.pods import pod_from_dict
+    from karpy.scheduling.solver import ClusterSnapshot, Scheduler
+
+    running = int(case.split("-")[1])
+    workload = Workload()
+    parsed = parse_catalog(catalog())
+    context = build_context(
+        [NodePool.from_dict(nodepool())],
+        parsed.instance_types,
+        provider_labels=AWS_WELL_KNOWN_LABELS | parsed.well_known_labels,
+    )
+    nodes, bound = _settled_cluster(context, [pod_from_dict(o) for o in workload.diverse(running)])
+    pending = [pod_from_dict(o) for o in workload.diverse(STEADY_PENDING)]
+    started = time.perf_counter()
+    cluster = ClusterSnapshot(
+        nodes=tuple(nodes), capacity=tuple(cluster_nodes(nodes, ())), bound_pods=tuple(bound)
+    )
+    scheduler = Scheduler(context, cluster)
+    built = time.perf_counter()
+    results = scheduler.solve(pending, clock=time.perf_counter, budget=3600.0)
+    solved = time.perf_counter()
+    return {
+        "case": case,
+        "pods": len(pending),
+        "runningPods": len(bound),
+        "nodes": len(nodes),
+        "preferencePolicy": "Respect",
+        "buildSeconds": round(built - started, 4),
+        "solveSeconds": round(solved - built, 4),
+        "msPerPod": round((solved - built) * 1000 / len(pending), 4),
+        "scheduled": results.scheduled,
+        "onExistingNodes": sum(len(n.pods) for n in results.existing_nodes),
+        "unschedulable": len(results.unschedulable),
+        "deferred": len(results.deferred),
+        "newNodes": len(results.new_nodeclaims),
+        "totalPrice": round(results.total_price, 4),
+        "shapes": results.shapes,
+        "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
 def run_case(case: str) -> dict[str, Any]:
+    if case.startswith("steady"):
+        return run_steady_case(case)
     from karpy.apis.labels import AWS_WELL_KNOWN_LABELS
     from karpy.apis.nodepool import NodePool
     from karpy.scheduling.catalog import parse_catalog
@@ -270,7 +356,7 @@ def _karpenter(case: str) -> tuple[int, float] | None:
 
 
 def main(results_dir: Path) -> None:
-    cases = [str(n) for n in SIZES] + ["preferences-respect", "preferences-ignore"]
+    cases = [str(n) for n in SIZES] + ["preferences-respect", "preferences-ignore", STEADY]
     rows = []
     for case in cases:
         result = _run_subprocess(case)
