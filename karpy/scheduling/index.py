@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from karpy.scheduling.instancetypes import InstanceType
     from karpy.scheduling.requirements import Requirements
 
-__all__ = ["InstanceTypeIndex", "bitset_bytes", "iter_bits"]
+__all__ = ["InstanceTypeIndex", "bitset_bytes", "iter_bits", "iter_set_bits"]
 
 OfferingKey = tuple[Requirement | None, Requirement | None, Requirement | None]
 # Memo tables are dropped when they reach this size (they refill with what is in use).
@@ -51,6 +51,22 @@ def iter_bits(mask: int) -> Iterator[int]:
         low = mask & -mask
         yield low.bit_length() - 1
         mask ^= low
+
+
+def iter_set_bits(data: bytes, first: int = 0) -> Iterator[int]:
+    """Positions ``>= first`` of the set bits of a `bitset_bytes` value, lowest first;
+    linear in the bytes scanned, where `iter_bits` on a dense int is quadratic."""
+    for index in range(first >> 3, len(data)):
+        byte = data[index]
+        if not byte:
+            continue
+        base = index << 3
+        while byte:
+            low = byte & -byte
+            position = base + low.bit_length() - 1
+            byte ^= low
+            if position >= first:
+                yield position
 
 
 def bitset_bytes(mask: int | None, positions: int) -> bytes | None:

@@ -3,10 +3,10 @@
 In a settled cluster most existing nodes are nearly full, and a pending pod would be
 tried against each of thousands of them only to fail the resource check. For cpu, memory
 and pods, this index keeps one bitset (over host positions, see `Topology.hosts`) per
-power of two: the nodes with at least ``2**k`` of that resource left. The nodes that may
-hold a request ``v`` are within the set for ``k = floor(log2 v)``, so ANDing the three sets
-gives a small superset of the nodes worth trying, in node order. Nodes only fill up during
-a round, so a node leaves sets and never joins one.
+bucket of a quarter power of two: the nodes with at least that bucket of the resource left.
+The nodes that may hold a request ``v`` are within the set of ``v``'s bucket, so ANDing the
+three sets gives a superset of the nodes worth trying (off by less than a quarter octave).
+Nodes only fill up during a round, so a node leaves sets and never joins one.
 """
 
 from __future__ import annotations
@@ -22,8 +22,14 @@ INDEXED: Final = ("cpu", "memory", "pods")
 
 
 def _level(value: int) -> int:
-    """The largest ``k`` with ``2**k <= value`` (-1 for nothing left)."""
-    return value.bit_length() - 1 if value > 0 else -1
+    """A bucket number that never decreases with ``value``: four per power of two (the
+    leading three bits), so a bucket spans at most a quarter octave; -1 for nothing left."""
+    if value <= 0:
+        return -1
+    bits = value.bit_length()
+    if bits < 3:
+        return value - 1
+    return 4 * (bits - 1) + ((value >> (bits - 3)) & 3)
 
 
 class RoomIndex:
@@ -38,8 +44,7 @@ class RoomIndex:
         for resource in INDEXED:
             buckets: dict[int, list[int]] = {}
             for position, remaining in items:
-                value = remaining.get(resource, 0)
-                level = value.bit_length() - 1 if value > 0 else -1
+                level = _level(remaining.get(resource, 0))
                 levels = self._levels.get(position)
                 if levels is None:
                     levels = self._levels[position] = {}

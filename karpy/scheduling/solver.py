@@ -39,7 +39,7 @@ from karpy.scheduling.daemonsets import daemon_overhead_groups
 from karpy.scheduling.existingnode import ExistingNode, existing_nodes
 from karpy.scheduling.explain import Explainer
 from karpy.scheduling.finalize import finalize_claims
-from karpy.scheduling.index import bitset_bytes, iter_bits
+from karpy.scheduling.index import bitset_bytes, iter_bits, iter_set_bits
 from karpy.scheduling.limits import PoolLimits
 from karpy.scheduling.nodeclaim import RESERVED, NewNodeClaim, Plan, Rejection, is_permanent
 from karpy.scheduling.queue import ClaimOrder, PodQueue
@@ -55,7 +55,7 @@ from karpy.scheduling.volumelimits import pod_volumes
 from karpy.scheduling.volumes import VolumeCatalog, VolumeError, volume_requirements
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
     from karpy.scheduling.context import PoolCandidates, SchedulingContext
     from karpy.scheduling.daemonsets import DaemonOverheadGroup
@@ -139,10 +139,9 @@ class Scheduler:
         self.pod_volumes: dict[int, PodVolumes] = {}
 
     # -- setup -------------------------------------------------------------------------------
-    def _build_existing_nodes(self) -> None:
-        for node in existing_nodes(self.cluster):
+    def _place_existing_nodes(self) -> None:
+        for node in self.existing:
             node.position = self.topology.hosts.position(node.hostname)
-            self.existing.append(node)
             self.by_host[node.position] = node
         self.room = RoomIndex((n.position, n.remaining) for n in self.existing)
 
@@ -167,6 +166,7 @@ class Scheduler:
         unschedulable: list[Unschedulable] = []
         shapes, schedulable = self._shapes(pods, unschedulable)
         excluded = {p.uid for p in pods if p.uid and p.node_name}
+        self.existing = existing_nodes(self.cluster)
         self.topology = Topology(
             universe=self.context.domains,
             nodes_by_name={n.name: n for n in self.cluster.nodes},
@@ -175,10 +175,11 @@ class Scheduler:
             namespace_labels=self.cluster.namespaces,
             excluded=frozenset(excluded),
             policy=self.policy,
+            hostnames=[n.hostname for n in self.existing],
         )
+        self._place_existing_nodes()
         for shape in shapes.shapes:
             self.topology.prepare(shape)
-        self._build_existing_nodes()
         shape_of = {id(pod): shape for pod, shape in schedulable}
         self.smallest_requests = smallest_requests(s.requests for s in shapes.shapes)
         queue = PodQueue(pod for pod, _ in schedulable)
@@ -306,39 +307,19 @@ class Scheduler:
             return False
         cache = shape.cache
         start: int = cache.get("existing_cursor", 0)
+        if start >= len(existing):
+            return False
         claims = self.pod_volumes.get(id(pod))
         roomy = self.room.candidates(shape.requests)
         both = hosts if roomy is None else roomy if hosts is None else hosts & roomy
-        listed = self._indexed(both, len(existing)) if both is not None else None
-        if listed is not None:
-            nodes = sorted(
-                (n for n in listed if isinstance(n, ExistingNode)), key=lambda n: n.index
-            )
-            for node in nodes:
-                if node.index < start:
-                    continue
-                plan = node.can_add(
-                    shape, algebra=self.algebra, topology=self.topology, pod_volumes=claims
-                )
-                if isinstance(plan, Plan):
-                    node.add(pod, shape, plan, self.topology, claims)
-                    self.room.update(node.position, node.remaining)
-                    return True
-            return False
-        cursor_moving = True
-        positions = len(self.topology.hosts)
-        allowed = bitset_bytes(hosts, positions)
-        with_room = bitset_bytes(roomy, positions)
-        for i in range(start, len(existing)):
-            node = existing[i]
-            position = node.position
-            if allowed is not None and not allowed[position >> 3] >> (position & 7) & 1:
-                cursor_moving = False  # topology may allow this node later
-                continue
-            if with_room is not None and not with_room[position >> 3] >> (position & 7) & 1:
-                if cursor_moving:  # too full for this shape, for the rest of the round
-                    cache["existing_cursor"] = i + 1
-                continue
+        if both is None:
+            nodes: Iterable[ExistingNode] = existing[start:]
+        else:
+            nodes = self._existing_at(both, existing[start].position, start)
+        # The cursor skips nodes that refuse this shape for the rest of the round; nodes
+        # left out for lack of room qualify, those topology rules out may not.
+        cursor_moving = hosts is None
+        for node in nodes:
             plan = node.can_add(
                 shape, algebra=self.algebra, topology=self.topology, pod_volumes=claims
             )
@@ -347,10 +328,23 @@ class Scheduler:
                 self.room.update(node.position, node.remaining)
                 return True
             if cursor_moving and is_permanent(plan):
-                cache["existing_cursor"] = i + 1
+                cache["existing_cursor"] = node.index + 1
             else:
                 cursor_moving = False
         return False
+
+    def _existing_at(self, mask: int, first: int, start: int) -> Iterator[ExistingNode]:
+        """The existing nodes at the positions of ``mask`` from ``first`` on, in try order
+        (existing nodes hold the first positions, in that order)."""
+        if mask.bit_count() * _INDEX_SHARE < len(self.existing):
+            positions: Iterable[int] = iter_bits(mask >> first << first)
+        else:
+            positions = iter_set_bits(bitset_bytes(mask, 0) or b"", first)
+        by_host = self.by_host
+        for position in positions:
+            node = by_host.get(position)
+            if isinstance(node, ExistingNode) and node.index >= start:
+                yield node
 
     def _add_to_inflight_claim(self, pod: Pod, shape: PodShape, hosts: int | None) -> bool:
         if not self.claims:

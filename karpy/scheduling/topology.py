@@ -202,7 +202,10 @@ class Topology:
         namespace_labels: Mapping[str, Mapping[str, str]],
         excluded: frozenset[str] = frozenset(),
         policy: str = RESPECT,
+        hostnames: Sequence[str] = (),
     ) -> None:
+        """``hostnames`` (of the existing nodes, in the order they are tried) take the first
+        host positions, so position order is try order."""
         self._universe = universe
         self._nodes_by_name = nodes_by_name
         self._domain_nodes = [n for n in domain_nodes if n.has_node]
@@ -214,6 +217,8 @@ class Topology:
         self._domains_seen: dict[tuple[str, TopologyNodeFilter], list[str]] = {}
         self._admitted: dict[TopologyNodeFilter, dict[str, bool]] = {}
         self.hosts = HostIndex()
+        for hostname in hostnames:
+            self.hosts.position(hostname)
         self.excluded = excluded
         self.policy = policy
         self.generation = 0

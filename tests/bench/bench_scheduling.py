@@ -8,7 +8,8 @@ hostname spread, zonal self-affinity, hostname anti-affinity) with random reques
 labels from a seeded generator; and 4,000 "preference" pods run with preferences respected
 and ignored. One more case, not in Karpenter's benchmark, is the round a controller runs
 most: ``steady-40000`` places 100 new diverse pods in a settled cluster of 40,000 running
-pods on the 8,000 nodes karpy chose for them.
+pods on the 8,000 nodes karpy chose for them, and ``refill-40000`` places 20,000 after
+half of those pods left (so most fit on existing nodes).
 
 Each case runs in a fresh subprocess so its peak RSS is its own. Reported per case: the
 time to build the solve's inputs from the objects (pod projection, NodePool and catalog
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
 
 SIZES = (1, 100, 1_000, 5_000, 10_000, 20_000, 40_000)
 PREFERENCE_PODS = 4_000
-# A settled cluster: 40,000 running pods on their 8,000 nodes, and 100 new pending pods.
-STEADY = "steady-40000"
+# Rounds in a settled cluster of 40,000 running pods on their 8,000 nodes: 100 new pods;
+# 20,000 new pods after every other running pod left.
+SETTLED = ("steady-40000", "refill-40000")
 STEADY_PENDING = 100
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -244,7 +246,8 @@ def _settled_cluster(context: Any, pods: list[Any]) -> tuple[list[Any], list[Any
 
 
 def run_steady_case(case: str) -> dict[str, Any]:
-    """A round in a settled cluster: ``STEADY_PENDING`` new pods beside N running ones."""
+    """A round in a settled cluster: ``steady-N`` places ``STEADY_PENDING`` new pods beside
+    N running ones; ``refill-N`` places N/2 new pods after every other running pod left."""
     from karpy.apis.labels import AWS_WELL_KNOWN_LABELS
     from karpy.apis.nodepool import NodePool
     from karpy.scheduling.catalog import parse_catalog
@@ -262,7 +265,11 @@ def run_steady_case(case: str) -> dict[str, Any]:
         provider_labels=AWS_WELL_KNOWN_LABELS | parsed.well_known_labels,
     )
     nodes, bound = _settled_cluster(context, [pod_from_dict(o) for o in workload.diverse(running)])
-    pending = [pod_from_dict(o) for o in workload.diverse(STEADY_PENDING)]
+    if case.startswith("refill"):
+        bound = bound[::2]
+        pending = [pod_from_dict(o) for o in workload.diverse(running // 2)]
+    else:
+        pending = [pod_from_dict(o) for o in workload.diverse(STEADY_PENDING)]
     started = time.perf_counter()
     cluster = ClusterSnapshot(
         nodes=tuple(nodes), capacity=tuple(cluster_nodes(nodes, ())), bound_pods=tuple(bound)
@@ -292,7 +299,7 @@ def run_steady_case(case: str) -> dict[str, Any]:
 
 
 def run_case(case: str) -> dict[str, Any]:
-    if case.startswith("steady"):
+    if case.startswith(("steady", "refill")):
         return run_steady_case(case)
     from karpy.apis.labels import AWS_WELL_KNOWN_LABELS
     from karpy.apis.nodepool import NodePool
@@ -356,7 +363,7 @@ def _karpenter(case: str) -> tuple[int, float] | None:
 
 
 def main(results_dir: Path) -> None:
-    cases = [str(n) for n in SIZES] + ["preferences-respect", "preferences-ignore", STEADY]
+    cases = [str(n) for n in SIZES] + ["preferences-respect", "preferences-ignore", *SETTLED]
     rows = []
     for case in cases:
         result = _run_subprocess(case)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from karpy.scheduling.index import InstanceTypeIndex, iter_bits
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from karpy.scheduling.index import InstanceTypeIndex, bitset_bytes, iter_bits, iter_set_bits
 from karpy.scheduling.requirements import Requirement, Requirements
 from tests.scheduling.builders import instance_type, offerings
 
@@ -98,3 +101,13 @@ def test_max_allocatable_is_the_largest_option() -> None:
     assert INDEX.max_allocatable(small_or_arm, "cpu") == 4000
     assert INDEX.max_allocatable(0, "cpu") == 0
     assert INDEX.max_allocatable(INDEX.all_mask, "nvidia.com/gpu") == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sets(st.integers(min_value=0, max_value=300)), st.integers(min_value=0, max_value=310))
+def test_set_bits_are_read_back_from_bytes_in_order(positions: set[int], first: int) -> None:
+    mask = sum(1 << p for p in positions)
+    data = bitset_bytes(mask, 320)
+    assert data is not None
+    assert list(iter_set_bits(data, first)) == sorted(p for p in positions if p >= first)
+    assert list(iter_bits(mask)) == sorted(positions)
