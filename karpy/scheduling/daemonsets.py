@@ -129,6 +129,8 @@ def daemon_overhead_groups(
     """Partition ``options`` by the set of DaemonSets that would run on each type."""
     parts: list[tuple[int, tuple[int, ...]]] = [(options, ())]
     for j, pod in enumerate(daemon_pods):
+        if pod.has_dra_claims:
+            continue  # Karpenter ignores DRA requests, so such DaemonSets add no overhead
         mask = _compatible_mask(template, index, options, pod, well_known)
         if not mask:
             continue
@@ -161,7 +163,8 @@ def existing_node_daemon_overhead(
     compatible = [
         p
         for p in daemon_pods
-        if tolerates_all(node.taints, p.tolerations)
+        if not p.has_dra_claims
+        and tolerates_all(node.taints, p.tolerations)
         and labels.compatible(_alternatives(p)[0]) is None
     ]
     if not compatible:

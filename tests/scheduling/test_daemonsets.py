@@ -91,3 +91,20 @@ def test_a_daemonset_host_port_blocks_pods_wanting_it() -> None:
     daemon = f.daemonset("agent", template=f.pod(requests={"cpu": "100m"}, host_ports=[8080]))
     web = f.pod("web", host_ports=[8080])
     assert "host port" in (Round(daemon, web).reason(web) or "")
+
+
+def test_daemonsets_with_resource_claims_add_no_overhead() -> None:
+    # Karpenter ignores DRA requests (IgnoreDRARequests, the default): such DaemonSets
+    # are left out of the overhead of new and existing nodes alike.
+    template = f.pod(requests={"cpu": "3"})
+    template["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]
+    dra = daemonset_pod(f.daemonset("dra", template=template))
+    assert dra.has_dra_claims
+    ctx = context([AMD])
+    (pool,) = ctx.pools
+    groups = daemon_overhead_groups(
+        pool.template, ctx.index, pool.options, [dra], ctx.well_known_labels
+    )
+    assert [g.overhead for g in groups] == [{}]
+    (node,) = cluster_nodes([node_from_dict(f.node("n"))], [])
+    assert existing_node_daemon_overhead(node, [dra], {}) == {}
