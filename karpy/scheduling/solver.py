@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from karpy.scheduling.algebra import RequirementAlgebra
+from karpy.scheduling.boundpods import BoundPods
 from karpy.scheduling.daemonsets import daemon_overhead_groups
 from karpy.scheduling.existingnode import ExistingNode, existing_nodes
 from karpy.scheduling.explain import Explainer
@@ -48,7 +49,7 @@ from karpy.scheduling.resources import smallest_requests
 from karpy.scheduling.results import ExistingNodePlacement, Results, Unschedulable
 from karpy.scheduling.roomindex import RoomIndex
 from karpy.scheduling.shapes import RESPECT, PodShape, ShapeBuilder, visible_label_keys
-from karpy.scheduling.topology import BoundPods, Topology
+from karpy.scheduling.topology import Topology
 from karpy.scheduling.topologygroup import AFFINITY, ANTI_AFFINITY, SPREAD
 from karpy.scheduling.validation import pod_problem
 from karpy.scheduling.volumelimits import pod_volumes

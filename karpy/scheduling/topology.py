@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from karpy.apis.labels import LABEL_HOSTNAME
+from karpy.scheduling.boundpods import BoundPods, selector_anchor
 from karpy.scheduling.requirements import IN, Requirement, Requirements
 from karpy.scheduling.selectors import SelectorTerm
 from karpy.scheduling.shapes import RESPECT, term_requirements
@@ -43,17 +44,16 @@ from karpy.scheduling.topologygroup import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
     from karpy.apis.core import Taint
     from karpy.scheduling.domains import DomainUniverse
     from karpy.scheduling.nodes import ClusterNode, Node
-    from karpy.scheduling.pods import Pod, PodAffinityTerm
-    from karpy.scheduling.selectors import LabelSelector
+    from karpy.scheduling.pods import PodAffinityTerm
     from karpy.scheduling.shapes import PodShape
     from karpy.scheduling.taints import Toleration
 
-__all__ = ["BoundPods", "Topology", "TopologyFailure"]
+__all__ = ["Topology", "TopologyFailure"]
 
 _NO_TAINTS: Final[tuple[Taint, ...]] = ()
 
@@ -107,44 +107,6 @@ def _counts(group: TopologyGroup) -> str:
     return "{" + shown + more + "}"
 
 
-def _anchor(selector: LabelSelector) -> tuple[str, str] | None:
-    """A ``key=value`` every selected pod must carry, if the selector has one."""
-    for term in selector.terms:
-        if term.operator == "In" and len(term.values) == 1:
-            return (term.key, next(iter(term.values)))
-    return None
-
-
-class BoundPods:
-    """Pods bound to nodes, indexed for counting by namespace and ``key=value`` label."""
-
-    __slots__ = ("_by_label", "_by_namespace", "with_anti_affinity")
-
-    def __init__(self, pods: Iterable[Pod]) -> None:
-        self._by_namespace: dict[str, list[Pod]] = {}
-        self._by_label: dict[tuple[str, str, str], list[Pod]] = {}
-        self.with_anti_affinity: list[Pod] = []
-        for pod in pods:
-            if not pod.node_name or pod.is_terminal or pod.terminating:
-                continue
-            self._by_namespace.setdefault(pod.namespace, []).append(pod)
-            for key, value in pod.labels.items():
-                self._by_label.setdefault((pod.namespace, key, value), []).append(pod)
-            if pod.required_anti_affinity:
-                self.with_anti_affinity.append(pod)
-
-    def matching(self, namespaces: Iterable[str], selector: LabelSelector) -> Iterator[Pod]:
-        anchor = _anchor(selector)
-        for namespace in sorted(namespaces):
-            if anchor is None:
-                candidates = self._by_namespace.get(namespace, ())
-            else:
-                candidates = self._by_label.get((namespace, *anchor), ())
-            for pod in candidates:
-                if selector.matches(pod.labels):
-                    yield pod
-
-
 class _SelectionIndex:
     """Groups by the ``key=value`` their selector requires (or in a general list)."""
 
@@ -157,7 +119,7 @@ class _SelectionIndex:
 
     def add(self, group: TopologyGroup) -> None:
         self.groups[group.identity()] = group
-        anchor = _anchor(group.selector)
+        anchor = selector_anchor(group.selector)
         if group.selector.matches_nothing:
             return
         if anchor is None:
