@@ -35,10 +35,6 @@ class CommandModule(Protocol):
 COMMANDS: dict[str, tuple[str, str]] = {
     "controller": ("karpy.operator", "run the autoscaler controller"),
     "simulate": ("karpy.simulate.cli", "show what karpy would provision for a cluster snapshot"),
-    "instance-types": (
-        "karpy.cloud.aws.cli",
-        "list the instance types karpy would consider, with their allocatable",
-    ),
     "sandbox": ("karpy.sandbox.cli", "run a local emulated cluster (API server, nodes, EC2)"),
     "version": ("karpy.cli", "print karpy's version"),
 }

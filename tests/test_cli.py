@@ -41,3 +41,13 @@ def test_module_entry_point_runs_the_cli() -> None:
         [sys.executable, "-m", "karpy", "version"], capture_output=True, text=True, check=False
     )
     assert (done.returncode, done.stdout.strip()) == (0, __version__)
+
+
+def test_every_listed_command_module_imports() -> None:
+    import importlib
+
+    from karpy.cli import COMMANDS
+
+    for module_path, _ in COMMANDS.values():
+        module = importlib.import_module(module_path)
+        assert callable(module.add_arguments) and callable(module.run)
