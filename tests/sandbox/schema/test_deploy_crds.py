@@ -180,7 +180,7 @@ def test_nodepool_transition_rules_on_update(schemas):
     moved = copy.deepcopy(NODEPOOL)
     moved["spec"]["template"]["spec"]["nodeClassRef"]["group"] = "example.com"
     assert admit(schemas["NodePool"], moved, old=NODEPOOL) == (
-        'spec.template.spec.nodeClassRef: Invalid value: nodeClassRef.group is immutable'
+        "spec.template.spec.nodeClassRef: Invalid value: nodeClassRef.group is immutable"
     )
 
 
@@ -204,8 +204,7 @@ def test_nodeclaim_spec_is_immutable(schemas):
     changed = copy.deepcopy(claim)
     changed["spec"]["nodeClassRef"]["name"] = "other"
     assert (
-        admit(schemas["NodeClaim"], changed, old=claim)
-        == 'spec: Invalid value: spec is immutable'
+        admit(schemas["NodeClaim"], changed, old=claim) == "spec: Invalid value: spec is immutable"
     )
     status_only = copy.deepcopy(claim)
     status_only["status"] = {"nodeName": "ip-10-0-0-1"}

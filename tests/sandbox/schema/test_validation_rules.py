@@ -24,7 +24,7 @@ def test_failing_rule_reports_the_schema_type_and_message():
         )
     )
     assert errors(schema, {"a": 1, "b": 2}) == []
-    assert errors(schema, {"a": 3, "b": 2}) == ['spec: Invalid value: a must be below b']
+    assert errors(schema, {"a": 3, "b": 2}) == ["spec: Invalid value: a must be below b"]
 
 
 def test_rule_without_message_shows_the_rule():
@@ -88,8 +88,8 @@ def test_field_path_moves_the_error_to_the_named_field():
         )
     )
     assert errors(schema, {"min": 3, "max": 1, "labels": {"x/y": "1"}}) == [
-        'spec.max: Invalid value: min above max',
-        'spec.labels[x/y]: Invalid value: no x/y',
+        "spec.max: Invalid value: min above max",
+        "spec.labels[x/y]: Invalid value: no x/y",
     ]
 
 
@@ -128,7 +128,7 @@ def test_blocking_openapi_errors_stop_rule_evaluation():
     ]
     assert errors(schema, {"n": 9}) == [
         "spec.n: Invalid value: 9: spec.n in body should be less than or equal to 3",
-        'spec: Invalid value: never',
+        "spec: Invalid value: never",
     ]
 
 
@@ -143,9 +143,9 @@ def test_rules_see_date_time_strings_as_timestamps():
         )
     )
     window = {"start": "2024-05-01T10:00:00Z", "end": "2024-05-01T10:30:00Z"}
-    assert errors(schema, window) == ['spec: Invalid value: window too short']
+    assert errors(schema, window) == ["spec: Invalid value: window too short"]
     window["end"] = "2024-05-01T12:00:00+02:00"
-    assert errors(schema, window) == ['spec: Invalid value: window too short']
+    assert errors(schema, window) == ["spec: Invalid value: window too short"]
     window["end"] = "2024-05-01T11:00:00Z"
     assert errors(schema, window) == []
 
@@ -191,9 +191,7 @@ def test_presence_transition_rule():
         )
     )
     assert errors(schema, {"replicas": 2}, old_spec={"replicas": 1}) == []
-    assert errors(schema, {"replicas": 2}, old_spec={}) == [
-        'spec: Invalid value: no switching'
-    ]
+    assert errors(schema, {"replicas": 2}, old_spec={}) == ["spec: Invalid value: no switching"]
 
 
 def test_optional_old_self_runs_on_create_with_an_empty_optional():
@@ -297,7 +295,7 @@ def test_equality_of_set_and_map_lists_ignores_order():
     assert errors(schema, new, old_spec=old) == []
     new["conditions"][1]["status"] = "y"
     assert errors(schema, new, old_spec=old) == [
-        'spec.conditions: Invalid value: failed rule: self == oldSelf'
+        "spec.conditions: Invalid value: failed rule: self == oldSelf"
     ]
 
 
@@ -331,7 +329,7 @@ def test_root_rule_failures_have_a_nil_path():
         )
     )
     assert [e.render() for e in schema.validate(widget({"a": "x"}), None)] == [
-        '<nil>: Invalid value: bad name'
+        "<nil>: Invalid value: bad name"
     ]
 
 
