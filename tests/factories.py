@@ -849,6 +849,24 @@ def stateful_set(
     )
 
 
+def service(
+    name: str | None = None,
+    *,
+    namespace: str = "default",
+    selector: Mapping[str, str] | None = None,
+) -> Obj:
+    """A ClusterIP Service selecting pods by ``selector`` (none: a selector-less Service)."""
+    spec: Obj = {"ports": [{"port": 80}]}
+    if selector is not None:
+        spec["selector"] = dict(selector)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(name, prefix="svc", namespace=namespace),
+        "spec": spec,
+    }
+
+
 def pod_disruption_budget(
     name: str | None = None,
     *,

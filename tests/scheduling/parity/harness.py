@@ -246,11 +246,13 @@ def provision(
     only_unschedulable: bool = True,
     preference_policy: str = "Respect",
     min_values_policy: str = "Strict",
+    scheduler_config: Mapping[str, Any] | None = None,
 ) -> Round:
     """Run one round over the snapshot ``items`` (objects or lists of objects).
 
     Like Karpenter's provisioner, it schedules only pods marked ``Unschedulable`` unless
-    ``only_unschedulable=False``. ``catalog`` defaults to :func:`default_catalog`.
+    ``only_unschedulable=False``. ``catalog`` defaults to :func:`default_catalog`;
+    ``scheduler_config`` is Karpenter's ``--scheduler-config`` document.
     """
     from karpy.simulate import simulate
 
@@ -262,6 +264,7 @@ def provision(
         only_unschedulable=only_unschedulable,
         preference_policy=preference_policy,
         min_values_policy=min_values_policy,
+        scheduler_config=scheduler_config,
     )
     return Round(objects, result, used_catalog)
 

@@ -1,10 +1,6 @@
 # ruff: noqa: E501 -- the comments quote Karpenter's It names verbatim
-"""Parity with Karpenter's topology_test.go: Describe "Taints", Describe "Topology with
-Volume Requirements" and Context "DefaultConstraints".
-
-Most DefaultConstraints Its configure cluster-wide default spread constraints (Karpenter's
-``--scheduler-config``), which ``simulate`` has no input for; only the Its that run without
-defaults are covered (README.md lists the rest).
+"""Parity with Karpenter's topology_test.go: Describe "Taints" and Describe "Topology with
+Volume Requirements" (Context "DefaultConstraints" is in test_topology_default_constraints.py).
 """
 
 from __future__ import annotations
@@ -12,8 +8,6 @@ from __future__ import annotations
 from tests import factories as f
 from tests.scheduling.parity.harness import ZONE, materialize, provision
 from tests.scheduling.parity.pools import topology_pool
-
-LABELS = {"test": "test"}
 
 
 def test_only_pods_tolerating_the_pool_taint_schedule() -> None:
@@ -66,11 +60,3 @@ def test_volume_zone_steers_the_pod_without_distorting_the_spread() -> None:
     second = provision(materialize(first), with_volume)
     assert second.node(with_volume).zone == "test-zone-1"
     assert second.skew(spread) == [1, 1, 2]
-
-
-def test_without_default_constraints_owned_pods_pack_together() -> None:
-    # It: DefaultConstraints / should be a no-op when no default constraints are configured
-    owner = f.replica_set(template=f.pod(labels=LABELS))
-    pods = f.unschedulable_pods(3, labels=LABELS, owner_references=[f.owned_by(owner)])
-    done = provision(topology_pool(), owner, pods)
-    assert len(done.node_names(pods)) == 1
