@@ -1053,6 +1053,20 @@ def persistent_volume(
     }
 
 
+def csi_node(name: str, limits: Mapping[str, int]) -> Obj:
+    """A ``storage.k8s.io/v1`` CSINode: per CSI driver, how many volumes ``name`` can attach."""
+    drivers = [
+        {"name": driver, "nodeID": f"{name}-{driver}", "allocatable": {"count": count}}
+        for driver, count in limits.items()
+    ]
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": metadata(name),
+        "spec": {"drivers": drivers},
+    }
+
+
 def storage_class(
     name: str | None = None,
     *,

@@ -40,6 +40,7 @@ __all__ = [
     "StorageClass",
     "VolumeCatalog",
     "VolumeError",
+    "default_class",
     "pv_from_dict",
     "pvc_from_dict",
     "storage_class_from_dict",
@@ -164,6 +165,30 @@ def storage_class_from_dict(data: Mapping[str, Any]) -> StorageClass:
     )
 
 
+def default_class(classes: Sequence[StorageClass]) -> StorageClass | None:
+    """The class the API server gives a claim that names none, if any class is default.
+
+    Like kube-apiserver's DefaultStorageClass admission: with several defaults the most
+    recently created wins, ties going to the first name.
+    """
+    defaults = sorted((c for c in classes if c.default), key=lambda c: c.name)
+    if not defaults:
+        return None
+    # RFC 3339 UTC timestamps order as strings; max keeps the first name among equals.
+    return max(defaults, key=lambda c: c.created)
+
+
+def _with_class(claim: PersistentVolumeClaim, name: str) -> PersistentVolumeClaim:
+    """``claim`` as admission leaves it: an omitted class becomes the default class.
+
+    An explicit ``""`` means "no class" and stays; so does a claim already bound to a
+    volume, which admission would have defaulted too but whose class no longer matters.
+    """
+    if claim.storage_class_name is not None or claim.volume_name:
+        return claim
+    return attrs.evolve(claim, storage_class_name=name)
+
+
 @attrs.frozen(slots=True)
 class VolumeCatalog:
     claims: Mapping[tuple[str, str], PersistentVolumeClaim] = attrs.field(factory=dict)
@@ -180,6 +205,9 @@ class VolumeCatalog:
         classes: Sequence[StorageClass],
         attach_limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> VolumeCatalog:
+        default = default_class(classes)
+        if default is not None:
+            claims = [_with_class(c, default.name) for c in claims]
         return cls(
             claims={(c.namespace, c.name): c for c in claims},
             volumes={v.name: v for v in volumes},

@@ -77,3 +77,35 @@ def test_volume_topology_pins_the_new_node_zone() -> None:
     pod = f.pod("db", requests={"cpu": "100m"}, pvcs=["data"])
     done = Round(sc, pvc, pod)
     assert done.label(pod, ZONE) == "zone-c"
+
+
+def test_a_claim_naming_no_class_uses_the_default_class() -> None:
+    # The API server's DefaultStorageClass admission fills in an omitted class; a
+    # hand-written snapshot is read as if it had.
+    sc = f.storage_class("gp3", volume_binding_mode=WFFC, zones=["zone-c"], default=True)
+    other = f.storage_class("slow", volume_binding_mode=WFFC, zones=["zone-a"])
+    pvc = f.persistent_volume_claim("data")
+    pod = pod_from_dict(f.pod(pvcs=["data"]))
+    (alternative,) = volume_requirements(pod, catalog(sc, other, pvc))
+    assert alternative.get(ZONE).values == {"zone-c"}
+
+
+def test_the_newest_default_class_wins_and_ties_go_to_the_first_name() -> None:
+    def default(name: str, created: str) -> dict[str, object]:
+        return f.storage_class(name, default=True, creation_timestamp=created)
+
+    older = default("a-old", "2026-01-01T00:00:00Z")
+    newer = default("z-new", "2026-02-01T00:00:00Z")
+    twin = default("b-twin", "2026-02-01T00:00:00Z")
+    pvc = f.persistent_volume_claim("data")
+    assert catalog(older, newer, pvc).claims["default", "data"].storage_class_name == "z-new"
+    chosen = catalog(older, newer, twin, pvc).claims["default", "data"]
+    assert chosen.storage_class_name == "b-twin"
+
+
+def test_an_explicitly_empty_class_is_not_defaulted() -> None:
+    sc = f.storage_class("gp3", volume_binding_mode=WFFC, default=True)
+    pvc = f.persistent_volume_claim("data", storage_class_name="")
+    pod = pod_from_dict(f.pod(pvcs=["data"]))
+    with pytest.raises(VolumeError, match="names no storage class"):
+        volume_requirements(pod, catalog(sc, pvc))

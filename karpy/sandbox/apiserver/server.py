@@ -41,6 +41,7 @@ from karpy.sandbox.apiserver.namespaces import (
 from karpy.sandbox.apiserver.objects import ObjectAPI
 from karpy.sandbox.apiserver.pods import EmulatedKubelet, PodBehavior, PodTermination
 from karpy.sandbox.apiserver.scale import ScaleSubresource
+from karpy.sandbox.apiserver.storageclass import PersistentVolumeClaimBehavior
 from karpy.sandbox.apiserver.store import Store
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ class APIServer:
         )
         self.api.behaviors[("", "pods")] = PodBehavior()
         self.api.behaviors[("", "namespaces")] = NamespaceBehavior()
+        self.api.behaviors[("", "persistentvolumeclaims")] = PersistentVolumeClaimBehavior()
         self.api.behaviors[("apiextensions.k8s.io", "customresourcedefinitions")] = CRDBehavior()
         self.api.namespace_check = self.namespaces.admit
         self.store_state.hooks.extend(

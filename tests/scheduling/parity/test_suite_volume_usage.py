@@ -2,8 +2,9 @@
 """Parity with Karpenter's suite_test.go, Describe "VolumeUsage".
 
 The context runs on one roomy instance type (1024 cpu, 1024 pods) with no pool limits.
-Its that depend on CSINode volume limits, or on Karpenter's test-only lists of
-unsupported provisioners and topology keys, are skipped (README.md).
+Its that register CSINode volume limits are in test_suite_volume_limits.py; those that
+depend on Karpenter's test-only lists of unsupported provisioners and topology keys are
+skipped (README.md).
 """
 
 from __future__ import annotations
