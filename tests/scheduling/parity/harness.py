@@ -45,6 +45,7 @@ ARCH = "kubernetes.io/arch"
 OS = "kubernetes.io/os"
 REGISTERED = "karpenter.sh/registered"
 INITIALIZED = "karpenter.sh/initialized"
+RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
 
 
 def key(pod: Mapping[str, Any]) -> str:
@@ -391,6 +392,28 @@ def materialize(done: Round, *, initialized: bool = False) -> list[Obj]:
             )
         )
     return objects
+
+
+def launch_reservations(done: Round) -> dict[str, Any]:
+    """The catalog after ``done``'s NodeClaims launched: reservations used up.
+
+    Karpenter's fake cloud provider launches a reserved NodeClaim into the reservation its
+    offering names, taking one instance of that reservation's capacity and marking the
+    offering unavailable at zero; the next round sees what is left, as a real provider's
+    reservation listing would show it.
+    """
+    catalog = copy.deepcopy(dict(done.catalog))
+    for claim in done.new_claims:
+        reservation = claim["labels"].get(RESERVATION_ID)
+        if claim["capacityType"] != "reserved" or reservation is None:
+            continue
+        entry = next(e for e in catalog["instanceTypes"] if e["name"] == claim["instanceType"])
+        for offering in entry["offerings"]:
+            if offering.get("reservationId") == reservation:
+                offering["reservationCapacity"] -= 1
+                if offering["reservationCapacity"] == 0:
+                    offering["available"] = False
+    return catalog
 
 
 def without(objects: Iterable[Mapping[str, Any]], *drop: Mapping[str, Any]) -> list[Obj]:

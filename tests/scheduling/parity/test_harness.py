@@ -11,10 +11,12 @@ from tests.scheduling.parity import catalog as cat
 from tests.scheduling.parity.harness import (
     HOSTNAME,
     REGISTERED,
+    RESERVATION_ID,
     ZONE,
     Round,
     default_catalog,
     key,
+    launch_reservations,
     launched,
     materialize,
     selector_matches,
@@ -125,3 +127,22 @@ def test_materialize_launches_claims_and_binds_only_placed_pods() -> None:
     assert "nodeName" not in by_name["Pod", left["metadata"]["name"]]["spec"]
     assert by_name["Node", "n1"]["metadata"]["labels"][ZONE] == "test-zone-2"
     assert by_name["NodeClaim", "n1"]["status"]["nodeName"] == "n1"
+
+
+def test_launching_a_reserved_claim_uses_up_its_reservation() -> None:
+    small = cat.instance_type("small-instance-type", resources={"cpu": "2"})
+    for reservation, capacity in (("r-a", 2), ("r-b", 1)):
+        offering = cat.offering("test-zone-1", "reserved", 0.00001)
+        offering.update(reservationId=reservation, reservationCapacity=capacity)
+        small["offerings"].append(offering)
+    claims = [_claim(f"c{i}", "default", "test-zone-1", []) for i in range(3)]
+    for claim, reservation in zip(claims, ("r-a", "r-b"), strict=False):
+        claim["capacityType"] = "reserved"
+        claim["labels"][RESERVATION_ID] = reservation  # type: ignore[index]
+    empty: dict[str, list[object]] = {"existingNodes": [], "unschedulable": []}
+    done = Round([], {"nodeClaims": claims, **empty}, cat.catalog([small]))
+    (entry,) = launch_reservations(done)["instanceTypes"]
+    left = {o.get("reservationId"): o for o in entry["offerings"]}
+    assert (left["r-a"]["reservationCapacity"], left["r-a"]["available"]) == (1, True)
+    assert (left["r-b"]["reservationCapacity"], left["r-b"]["available"]) == (0, False)
+    assert small["offerings"][-1]["reservationCapacity"] == 1  # the input is not changed
