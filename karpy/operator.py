@@ -213,6 +213,11 @@ async def serve(operator: Operator) -> int:
     signals = (signal.SIGTERM, signal.SIGINT)
 
     def on_signal(received: signal.Signals) -> None:
+        # A terminal's Ctrl-C reaches a whole process group, so a supervisor forwarding
+        # it makes a second signal routine: the shutdown under way already covers it.
+        if stop.is_set():
+            log.debug("already stopping", signal=received.name)
+            return
         log.info("stopping", signal=received.name)
         stop.set()
 

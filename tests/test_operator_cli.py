@@ -160,6 +160,28 @@ def test_controller_logs_its_start_and_stops_cleanly_on_a_signal(stop_signal, em
 
 
 @pytest.mark.timeout(60)
+def test_a_second_signal_during_shutdown_is_absorbed(emulator):
+    # Ctrl-C reaches a whole process group: a supervisor that forwards it (the sandbox
+    # demo) makes the controller see two signals; it stops once, cleanly.
+    process = start_controller(
+        with_api(emulator, CLUSTER_NAME="demo", DISABLE_LEADER_ELECTION="true")
+    )
+    try:
+        assert process.stdout is not None
+        while "informers synced" not in process.stdout.readline():
+            pass
+        process.send_signal(signal.SIGINT)
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    messages = [orjson.loads(line)["message"] for line in out.splitlines()]
+    assert messages.count("stopping") == 1
+    assert messages[-1] == "stopped"
+    assert process.returncode == 0
+
+
+@pytest.mark.timeout(60)
 def test_console_format_and_file_output(tmp_path, emulator):
     path = tmp_path / "karpy.log"
     process = start_controller(

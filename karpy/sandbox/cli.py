@@ -5,8 +5,10 @@ Sub-commands (each a function pair below, registered in `SUBCOMMANDS`):
 - ``karpy sandbox apiserver --port N [--crds DIR ...] [--kubeconfig PATH]``: the API
   server emulator alone; prints the kubeconfig path as the first line of stdout and
   serves until SIGINT/SIGTERM.
-- ``karpy sandbox run``: what ``make run`` starts: the emulator with karpy's CRDs,
-  a kubeconfig, and an example kubectl command. (It grows into the full demo.)
+- ``karpy sandbox run``: what ``make run`` starts: the emulator with karpy's CRDs and
+  the example NodePool and EC2NodeClass, a few unschedulable pods, and ``karpy
+  controller`` running against it (`karpy.sandbox.demo`); ``--no-controller`` leaves the
+  controller out.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from karpy.errors import UsageError
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
+
+    from karpy.sandbox.apiserver import APIServer
 
 REPO_CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 
@@ -57,7 +61,13 @@ def _add_apiserver_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request (debug)")
 
 
-async def _serve(args: argparse.Namespace, banner: Callable[[Path], None]) -> int:
+if TYPE_CHECKING:
+    Workload = Callable[[APIServer, Path, asyncio.Event], Awaitable[int]]
+
+
+async def _serve(
+    args: argparse.Namespace, banner: Callable[[Path], None], workload: Workload | None = None
+) -> int:
     # Imported here so `karpy sandbox --help` stays instant.
     from karpy.sandbox.apiserver import APIServer  # noqa: PLC0415
 
@@ -85,9 +95,11 @@ async def _serve(args: argparse.Namespace, banner: Callable[[Path], None]) -> in
         loop.add_signal_handler(sig, stop.set)
     kubeconfig = args.kubeconfig or Path(tempfile.mkdtemp(prefix="karpy-sandbox-")) / "kubeconfig"
     server.write_kubeconfig(kubeconfig)
-    banner(kubeconfig)
-    sys.stdout.flush()
     try:
+        banner(kubeconfig)
+        sys.stdout.flush()
+        if workload is not None:
+            return await workload(server, kubeconfig, stop)
         await stop.wait()
     finally:
         await server.stop()
@@ -101,20 +113,65 @@ def _apiserver(args: argparse.Namespace) -> int:
     return asyncio.run(_serve(args, banner))
 
 
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_apiserver_arguments(parser)
+    parser.add_argument(
+        "--no-controller",
+        action="store_true",
+        help="serve the seeded cluster without starting karpy controller",
+    )
+    parser.add_argument(
+        "--pods", type=int, default=10, help="unschedulable demo pods to create (default 10)"
+    )
+    parser.add_argument(
+        "--controller-log-format",
+        choices=("json", "console"),
+        default="json",
+        help="log format of the demo's controller (default json)",
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
+    # Imported here so `karpy sandbox --help` stays instant.
+    from karpy.sandbox import demo  # noqa: PLC0415
+
+    if args.pods < 0:
+        raise UsageError(f"--pods {args.pods}: must be zero or more")
+    objects = demo.example_objects()
+
     def banner(kubeconfig: Path) -> None:
         print(kubeconfig)
         print(f"API server emulator ready; try:\n  kubectl --kubeconfig {kubeconfig} get nodepools")
+        print(f"  kubectl --kubeconfig {kubeconfig} get pods,leases -A")
         print("Ctrl-C to stop.")
 
-    return asyncio.run(_serve(args, banner))
+    async def workload(server: APIServer, kubeconfig: Path, stop: asyncio.Event) -> int:
+        demo.seed(server, objects, args.pods)
+        if args.no_controller:
+            await stop.wait()
+            return 0
+        ports = demo.free_ports()
+        print(
+            f"karpy controller: metrics http://127.0.0.1:{ports.metrics}/metrics, "
+            f"readiness http://127.0.0.1:{ports.health}/readyz"
+        )
+        sys.stdout.flush()
+        return await demo.run_controller(
+            kubeconfig, ports, stop, log_format=args.controller_log_format
+        )
+
+    return asyncio.run(_serve(args, banner, workload))
 
 
 SUBCOMMANDS: dict[
     str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 ] = {
     "apiserver": ("run the kube-apiserver emulator", _add_apiserver_arguments, _apiserver),
-    "run": ("run the sandbox cluster (what `make run` starts)", _add_apiserver_arguments, _run),
+    "run": (
+        "run the sandbox cluster and karpy on it (what `make run` starts)",
+        _add_run_arguments,
+        _run,
+    ),
 }
 
 

@@ -1,6 +1,6 @@
-"""Karpenter-style example manifests (tests/data/manifests) parse, validate clean, print
-back exactly, and satisfy the CRDs' OpenAPI schemas as an independent validator reads
-them."""
+"""Karpenter-style example manifests (tests/data/manifests, and deploy/examples, which the
+sandbox demo applies) parse, validate clean, print back exactly, and satisfy the CRDs'
+OpenAPI schemas as an independent validator reads them."""
 
 from __future__ import annotations
 
@@ -15,10 +15,12 @@ from karpy.apis.crdgen import CUSTOM_RESOURCES
 from tests import factories
 from tests.apis.builders import changed, nodepool
 
-MANIFEST_DIR = Path(__file__).resolve().parents[1] / "data" / "manifests"
+REPO = Path(__file__).resolve().parents[2]
+MANIFEST_DIRS = (REPO / "tests" / "data" / "manifests", REPO / "deploy" / "examples")
 EXAMPLES = [
-    (f"{path.stem}/{doc['metadata']['name']}", doc)
-    for path in sorted(MANIFEST_DIR.glob("*.yaml"))
+    (f"{path.parent.name}/{path.stem}/{doc['metadata']['name']}", doc)
+    for directory in MANIFEST_DIRS
+    for path in sorted(directory.glob("*.yaml"))
     for doc in yaml.safe_load_all(path.read_text())
 ]
 DOCUMENTS = [pytest.param(doc, id=name) for name, doc in EXAMPLES]
