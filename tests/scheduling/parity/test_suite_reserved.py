@@ -100,33 +100,49 @@ def _pending(done: Round, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [p for p, key in zip(pods, _keys(pods), strict=True) if key not in done.placements]
 
 
-def _next_round(done: Round) -> Round:
-    """Launch ``done``'s NodeClaims, then provision the pods it left pending."""
+def _next_round(done: Round, pods: list[dict[str, Any]]) -> tuple[Round, list[dict[str, Any]]]:
+    """Launch ``done``'s NodeClaims, then provision again; the round and its pods.
+
+    ``pods`` are the pods ``done`` was asked to place; those it left pending go on.
+    """
     catalog = launch_reservations(done)
-    return provision(materialize(done), catalog=catalog, only_unschedulable=True)
+    next_round = provision(materialize(done), catalog=catalog, only_unschedulable=True)
+    return next_round, _pending(done, pods)
+
+
+def _only(done: Round, pods: list[dict[str, Any]]) -> Landing:
+    """The one node ``done`` placed any of ``pods`` on (Karpenter: one binding)."""
+    (node,) = _placed(done, pods)
+    return node
 
 
 def _is_reserved(node: Landing) -> bool:
     return node.capacity_type == "reserved" and RESERVATION_ID in node.labels
 
 
+def _fell_back(node: Landing, instance_type: str = SMALL) -> bool:
+    """Whether ``node`` is on-demand or spot capacity of ``instance_type``."""
+    return (
+        RESERVATION_ID not in node.labels
+        and node.capacity_type != "reserved"
+        and node.instance_type == instance_type
+    )
+
+
 def test_compatible_reservations_are_waited_for_rather_than_falling_back() -> None:
     # It: Reserved Instance Types / shouldn't fallback to on-demand or spot when compatible reserved offerings are available
     pods = f.unschedulable_pods(3, requests={"cpu": "1800m"})
     first = provision(suite_pool(), pods, catalog=_catalog())
-    (node,) = _placed(first, pods)
+    node = _only(first, pods)
     assert node.labels[RESERVATION_ID] == f"r-{SMALL}"
     assert node.capacity_type == "reserved" and node.instance_type == SMALL
-    pods = _pending(first, pods)
-    second = _next_round(first)
-    (node,) = _placed(second, pods)
+    second, pods = _next_round(first, pods)
+    node = _only(second, pods)
     assert node.labels[RESERVATION_ID] == "r-medium-instance-type"
     assert node.capacity_type == "reserved" and node.instance_type == "medium-instance-type"
-    pods = _pending(second, pods)
-    third = _next_round(second)
-    (node,) = _placed(third, pods)
-    assert RESERVATION_ID not in node.labels
-    assert node.capacity_type != "reserved" and node.instance_type == SMALL
+    third, pods = _next_round(second, pods)
+    node = _only(third, pods)
+    assert _fell_back(node)
 
 
 def test_a_reservation_is_shared_by_the_pools_that_can_use_it() -> None:
@@ -134,14 +150,12 @@ def test_a_reservation_is_shared_by_the_pools_that_can_use_it() -> None:
     pools = [suite_pool("np-1"), suite_pool("np-2")]
     pods = _lonely_small_pods(2, "np-1", "np-2")
     first = provision(pools, pods, catalog=_catalog())
-    (node,) = _placed(first, pods)
+    node = _only(first, pods)
     assert node.labels[RESERVATION_ID] == f"r-{SMALL}"
     assert node.capacity_type == "reserved" and node.instance_type == SMALL
-    pods = _pending(first, pods)
-    second = _next_round(first)
-    (node,) = _placed(second, pods)
-    assert RESERVATION_ID not in node.labels
-    assert node.capacity_type != "reserved" and node.instance_type == SMALL
+    second, pods = _next_round(first, pods)
+    node = _only(second, pods)
+    assert _fell_back(node)
 
 
 def test_pools_with_distinct_reservations_of_one_type_each_launch_one() -> None:
@@ -163,15 +177,12 @@ def test_several_reservations_of_one_type_are_all_used() -> None:
     nodes = _placed(first, pods)
     assert len(nodes) == 2
     assert all(_is_reserved(n) and n.instance_type == SMALL for n in nodes)
-    pods = _pending(first, pods)
-    second = _next_round(first)
-    (node,) = _placed(second, pods)
+    second, pods = _next_round(first, pods)
+    node = _only(second, pods)
     assert _is_reserved(node) and node.instance_type == SMALL
-    pods = _pending(second, pods)
-    third = _next_round(second)
-    (node,) = _placed(third, pods)
-    assert RESERVATION_ID not in node.labels
-    assert node.capacity_type != "reserved" and node.instance_type == SMALL
+    third, pods = _next_round(second, pods)
+    node = _only(third, pods)
+    assert _fell_back(node)
 
 
 def test_a_held_reservation_does_not_send_pods_to_a_lower_weight_pool() -> None:
@@ -182,14 +193,12 @@ def test_a_held_reservation_does_not_send_pods_to_a_lower_weight_pool() -> None:
     ]
     pods = _lonely_small_pods(2)
     first = provision(pools, pods, catalog=_catalog((f"r-{SMALL}", 1), ("r-fallback", 1)))
-    (node,) = _placed(first, pods)
+    node = _only(first, pods)
     assert _is_reserved(node) and node.instance_type == SMALL
     assert node.labels[NODEPOOL] == "np-primary"
-    pods = _pending(first, pods)
-    second = _next_round(first)
-    (node,) = _placed(second, pods)
-    assert RESERVATION_ID not in node.labels
-    assert node.capacity_type != "reserved" and node.instance_type == SMALL
+    second, pods = _next_round(first, pods)
+    node = _only(second, pods)
+    assert _fell_back(node)
     assert node.labels[NODEPOOL] == "np-primary"
 
 
@@ -201,14 +210,12 @@ def test_a_held_reservation_does_not_relax_preferences() -> None:
     prefer = [f.match_expression(NODEPOOL, "In", ["np-1"])]
     pods = _lonely_small_pods(2, node_preferences=prefer)
     first = provision(pools, pods, catalog=_catalog())
-    (node,) = _placed(first, pods)
+    node = _only(first, pods)
     assert _is_reserved(node) and node.instance_type == SMALL
     assert node.labels[NODEPOOL] == "np-1"
-    pods = _pending(first, pods)
-    second = _next_round(first)
-    (node,) = _placed(second, pods)
-    assert RESERVATION_ID not in node.labels
-    assert node.capacity_type != "reserved" and node.instance_type == SMALL
+    second, pods = _next_round(first, pods)
+    node = _only(second, pods)
+    assert _fell_back(node)
     assert node.labels[NODEPOOL] == "np-1"
 
 
