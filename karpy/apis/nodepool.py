@@ -383,4 +383,14 @@ def cron_schedule_error(schedule: str) -> str | None:
         return "invalid cron schedule: L, W and # are not supported"
     if not croniter.is_valid(text):
         return f"invalid cron schedule: {text!r} does not parse"
+    return _day_of_week_error(fields[4])
+
+
+def _day_of_week_error(field: str) -> str | None:
+    # croniter also takes 7 for Sunday; Karpenter's parser allows days 0-6 only.
+    for part in field.split(","):
+        bounds = part.split("/", 1)[0].split("-")
+        numbers = [int(b) for b in bounds if b.isdigit()]
+        if numbers and max(numbers) > 6:
+            return f"invalid cron schedule: day of week {max(numbers)} is above the maximum (6)"
     return None

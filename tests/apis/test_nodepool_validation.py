@@ -465,6 +465,9 @@ def test_taints_may_not_repeat_a_key_and_effect_across_taints_and_startup_taints
         ("0 0 L * *", "invalid cron schedule: L, W and # are not supported"),
         ("61 * * * *", "invalid cron schedule: '61 * * * *' does not parse"),
         ("a b c d e", "invalid cron schedule: 'a b c d e' does not parse"),
+        ("0 0 * * 0-6/2", None),
+        ("0 0 * * 7", "invalid cron schedule: day of week 7 is above the maximum (6)"),
+        ("0 0 * * 1,5-7", "invalid cron schedule: day of week 7 is above the maximum (6)"),
     ],
 )
 def test_budget_schedules_must_be_standard_cron(schedule, problem):
