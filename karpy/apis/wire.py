@@ -5,6 +5,7 @@ model in the three layers a cluster running Karpenter would (OpenAPI, CEL, runti
 
 from __future__ import annotations
 
+import abc
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from karpy.apis import openapi
@@ -54,8 +55,8 @@ def _related(a: str, b: str) -> bool:
     return long.startswith((short + ".", short + "["))
 
 
-class KindModel:
-    """Mixin for the top-level kinds: apiVersion/kind constants, validation layers."""
+class KindModel(abc.ABC):
+    """Base of the top-level kinds: apiVersion/kind constants, validation layers."""
 
     __slots__ = ()
 
@@ -63,8 +64,9 @@ class KindModel:
     KIND: ClassVar[str]
     SCHEMA: ClassVar[Schema]
 
+    @abc.abstractmethod
     def to_dict(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """The object as its JSON on the wire; each kind prints its own fields."""
 
     def validate_schema(self, old: KindModel | None = None) -> list[FieldError]:
         """What kube-apiserver would reject, given the CRD: OpenAPI and CEL rules. ``old``
