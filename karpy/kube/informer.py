@@ -53,7 +53,6 @@ from karpy.kube.errors import (
     status_error,
 )
 from karpy.log import describe_error, get_logger
-from karpy.state.records import ProjectionError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -68,8 +67,8 @@ __all__ = ["Informer", "InformerOptions", "InformerSink", "WatchSpec"]
 
 log = get_logger("kube.informer")
 
-_PROJECTION_ERRORS: Final = (ProjectionError, InvalidObject, TypeError, ValueError, KeyError,
-                             AttributeError)  # fmt: skip
+# What a projection raises for an object it cannot read (see karpy.state.records).
+_PROJECTION_ERRORS: Final = (InvalidObject, TypeError, ValueError, KeyError, AttributeError)
 
 
 class InformerSink(Protocol):

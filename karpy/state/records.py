@@ -9,9 +9,11 @@ condition; a budget's live ``disruptionsAllowed``), so where a kind needs more, 
 record *wraps* the scheduling record and adds just those fields. Every record carries the
 object's resourceVersion, so a stored record can be compared with the API's current one.
 
-A projection reads a dict and returns the record; it raises `ProjectionError` (or the
-model's own `InvalidObject`) for an object karpy cannot read. The informer then keeps the
-object out of state, logs it and counts it (`karpy_informer_projection_errors_total`).
+A projection reads a dict and returns the record. An object karpy cannot read makes it
+raise what reading it raised (``TypeError``, ``ValueError``, ``KeyError``,
+``AttributeError``, or a model's `InvalidObject`); the informer, the one place that
+catches these, keeps the object out of state, logs it and counts it
+(`karpy_informer_projection_errors_total`).
 """
 
 from __future__ import annotations
@@ -32,9 +34,6 @@ from karpy.scheduling.nodes import Node, node_from_dict
 from karpy.scheduling.pods import Pod, pod_from_dict
 from karpy.scheduling.reschedule import DisruptionBudget, pdb_from_dict
 from karpy.scheduling.volumes import (
-    PersistentVolume,
-    PersistentVolumeClaim,
-    StorageClass,
     pv_from_dict,
     pvc_from_dict,
     storage_class_from_dict,
@@ -52,7 +51,6 @@ __all__ = [
     "NodeLease",
     "OwnerRef",
     "PodInfo",
-    "ProjectionError",
     "budget_info",
     "daemonset_info",
     "ec2nodeclass",
@@ -70,10 +68,6 @@ __all__ = [
 
 _intern = sys.intern
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-
-
-class ProjectionError(ValueError):
-    """An object whose fields karpy cannot read."""
 
 
 @attrs.frozen(slots=True)
@@ -131,10 +125,7 @@ def pod_info(data: Mapping[str, Any]) -> PodInfo:
     meta = data.get("metadata") or {}
     spec = data.get("spec") or {}
     status = data.get("status") or {}
-    try:
-        pod = pod_from_dict(data)
-    except (TypeError, AttributeError, ValueError) as exc:
-        raise ProjectionError(str(exc)) from exc
+    pod = pod_from_dict(data)
     annotations = meta.get("annotations") or {}
     do_not_disrupt = annotations.get(ANNOTATION_DO_NOT_DISRUPT)
     return PodInfo(
@@ -172,10 +163,7 @@ class NodeInfo:
 
 def node_info(data: Mapping[str, Any]) -> NodeInfo:
     meta = data.get("metadata") or {}
-    try:
-        node = node_from_dict(data)
-    except (TypeError, AttributeError, ValueError) as exc:
-        raise ProjectionError(str(exc)) from exc
+    node = node_from_dict(data)
     return NodeInfo(
         node=node,
         resource_version=str(meta.get("resourceVersion", "")),
@@ -208,10 +196,7 @@ class DaemonSetInfo:
 
 def daemonset_info(data: Mapping[str, Any]) -> DaemonSetInfo:
     meta = data.get("metadata") or {}
-    try:
-        pod = daemonset_pod(data)
-    except (TypeError, AttributeError, ValueError) as exc:
-        raise ProjectionError(str(exc)) from exc
+    pod = daemonset_pod(data)
     return DaemonSetInfo(
         namespace=str(meta.get("namespace") or "default"),
         name=str(meta.get("name", "")),
@@ -235,39 +220,24 @@ class BudgetInfo:
 def budget_info(data: Mapping[str, Any]) -> BudgetInfo:
     meta = data.get("metadata") or {}
     status = data.get("status") or {}
-    try:
-        budget = pdb_from_dict(data)
-        return BudgetInfo(
-            budget=budget,
-            resource_version=str(meta.get("resourceVersion", "")),
-            disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
-            current_healthy=int(status.get("currentHealthy") or 0),
-            desired_healthy=int(status.get("desiredHealthy") or 0),
-            expected_pods=int(status.get("expectedPods") or 0),
-        )
-    except (TypeError, AttributeError, ValueError) as exc:
-        raise ProjectionError(str(exc)) from exc
+    budget = pdb_from_dict(data)
+    return BudgetInfo(
+        budget=budget,
+        resource_version=str(meta.get("resourceVersion", "")),
+        disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
+        current_healthy=int(status.get("currentHealthy") or 0),
+        desired_healthy=int(status.get("desiredHealthy") or 0),
+        expected_pods=int(status.get("expectedPods") or 0),
+    )
 
 
-def pvc(data: Mapping[str, Any]) -> PersistentVolumeClaim:
-    try:
-        return pvc_from_dict(data)
-    except (TypeError, AttributeError, ValueError) as exc:
-        raise ProjectionError(str(exc)) from exc
+pvc = pvc_from_dict
 
 
-def pv(data: Mapping[str, Any]) -> PersistentVolume:
-    try:
-        return pv_from_dict(data)
-    except (TypeError, AttributeError, ValueError) as exc:
-        raise ProjectionError(str(exc)) from exc
+pv = pv_from_dict
 
 
-def storage_class(data: Mapping[str, Any]) -> StorageClass:
-    try:
-        return storage_class_from_dict(data)
-    except (TypeError, AttributeError, ValueError) as exc:
-        raise ProjectionError(str(exc)) from exc
+storage_class = storage_class_from_dict
 
 
 @attrs.frozen(slots=True)
@@ -316,20 +286,17 @@ class NodeLease:
 def node_lease(data: Mapping[str, Any]) -> NodeLease:
     meta = data.get("metadata") or {}
     spec = data.get("spec") or {}
-    try:
-        duration = spec.get("leaseDurationSeconds")
-        return NodeLease(
-            namespace=str(meta.get("namespace", "")),
-            name=str(meta.get("name", "")),
-            resource_version=str(meta.get("resourceVersion", "")),
-            holder=str(spec.get("holderIdentity") or ""),
-            renew_time=parse_time(spec.get("renewTime")),
-            lease_duration_seconds=None if duration is None else int(duration),
-            creation_timestamp=parse_time(meta.get("creationTimestamp")),
-            owners=tuple(
-                OwnerRef(str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")))
-                for o in meta.get("ownerReferences") or ()
-            ),
-        )
-    except (TypeError, AttributeError, ValueError) as exc:
-        raise ProjectionError(str(exc)) from exc
+    duration = spec.get("leaseDurationSeconds")
+    return NodeLease(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        resource_version=str(meta.get("resourceVersion", "")),
+        holder=str(spec.get("holderIdentity") or ""),
+        renew_time=parse_time(spec.get("renewTime")),
+        lease_duration_seconds=None if duration is None else int(duration),
+        creation_timestamp=parse_time(meta.get("creationTimestamp")),
+        owners=tuple(
+            OwnerRef(str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")))
+            for o in meta.get("ownerReferences") or ()
+        ),
+    )
