@@ -78,17 +78,22 @@ def pending_pod(name: str, cpu: str = "1", memory: str = "1Gi") -> dict[str, Any
                 }
             ]
         },
-        "status": {
-            "phase": "Pending",
-            "conditions": [
-                {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "reason": "Unschedulable",
-                    "message": "0/0 nodes are available",
-                }
-            ],
-        },
+        "status": unschedulable_status(),
+    }
+
+
+def unschedulable_status() -> dict[str, Any]:
+    """The status the kube-scheduler writes on a pod it found no node for."""
+    return {
+        "phase": "Pending",
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/0 nodes are available",
+            }
+        ],
     }
 
 
@@ -103,7 +108,7 @@ def seed(server: APIServer, objects: list[dict[str, Any]], pods: int) -> None:
     for i in range(pods):
         created = server.store.create("pods", pending_pod(f"inflate-{i}"))
         # Status is a subresource: the scheduler's verdict is written there.
-        created["status"] = pending_pod("")["status"]
+        created["status"] = unschedulable_status()
         server.store.update_status("pods", created)
 
 

@@ -182,11 +182,16 @@ async def test_cpu_and_heap_profiles(apiserver):
         await finish(runtime, stop, task)
 
 
-async def test_without_warmup_a_follower_starts_no_informers_until_it_leads(apiserver):
+def hold_the_lease_elsewhere(apiserver) -> None:
+    """Another process leads (for ten minutes), so the runtime under test follows."""
     apiserver.store.create("leases", {
         "metadata": {"name": "karpy-leader-election", "namespace": "kube-system"},
         "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 600},
     })  # fmt: skip
+
+
+async def test_without_warmup_a_follower_starts_no_informers_until_it_leads(apiserver):
+    hold_the_lease_elsewhere(apiserver)
     runtime, stop, task = await start(apiserver, disable_controller_warmup=True)
     try:
         await asyncio.sleep(0.3)
@@ -199,10 +204,7 @@ async def test_without_warmup_a_follower_starts_no_informers_until_it_leads(apis
 
 
 async def test_followers_keep_informers_warm_by_default(apiserver):
-    apiserver.store.create("leases", {
-        "metadata": {"name": "karpy-leader-election", "namespace": "kube-system"},
-        "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 600},
-    })  # fmt: skip
+    hold_the_lease_elsewhere(apiserver)
     runtime, stop, task = await start(apiserver)
     try:
         await asyncio.wait_for(runtime.informers.synced.wait(), 10)

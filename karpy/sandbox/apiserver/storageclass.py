@@ -10,38 +10,16 @@ default classes the most recently created wins, ties going to the first name.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from karpy.sandbox.apiserver.objects import Behavior
+from karpy.scheduling.volumes import default_class, storage_class_from_dict
 
 if TYPE_CHECKING:
     from karpy.sandbox.apiserver.kinds import Kind, Obj
     from karpy.sandbox.apiserver.objects import ObjectAPI
 
-DEFAULT_ANNOTATIONS = (
-    "storageclass.kubernetes.io/is-default-class",
-    "storageclass.beta.kubernetes.io/is-default-class",
-)
 LEGACY_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
-
-
-def default_class_name(classes: list[Obj]) -> str | None:
-    """The name of the default StorageClass among ``classes``, if any is default."""
-    defaults = [c for c in classes if _is_default(c)]
-    if not defaults:
-        return None
-    # Timestamps are RFC 3339 UTC of one shape, so they order as strings.
-    newest = max(str(c["metadata"].get("creationTimestamp") or "") for c in defaults)
-    return min(
-        str(c["metadata"]["name"])
-        for c in defaults
-        if str(c["metadata"].get("creationTimestamp") or "") == newest
-    )
-
-
-def _is_default(storage_class: Obj) -> bool:
-    annotations: dict[str, Any] = storage_class["metadata"].get("annotations") or {}
-    return any(annotations.get(a) == "true" for a in DEFAULT_ANNOTATIONS)
 
 
 class PersistentVolumeClaimBehavior(Behavior):
@@ -55,7 +33,10 @@ class PersistentVolumeClaimBehavior(Behavior):
         classes_kind = api.registry.get("storage.k8s.io", "storageclasses")
         if classes_kind is None:
             return
-        classes = [e.obj for e in api.store.state(classes_kind).objects.values()]
-        name = default_class_name(classes)
-        if name is not None:
-            spec["storageClassName"] = name
+        # The scheduler's reading of classes and its choice of default: one rule for both.
+        classes = [
+            storage_class_from_dict(e.obj) for e in api.store.state(classes_kind).objects.values()
+        ]
+        default = default_class(classes)
+        if default is not None:
+            spec["storageClassName"] = default.name

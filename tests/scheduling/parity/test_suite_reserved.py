@@ -129,6 +129,21 @@ def _fell_back(node: Landing, instance_type: str = SMALL) -> bool:
     )
 
 
+def _reserved_then_fell_back(
+    pools: list[dict[str, Any]], pods: list[dict[str, Any]], catalog: dict[str, Any], pool: str
+) -> None:
+    """Round one launches one reserved small node in ``pool`` and defers the other pod;
+    round two, the reservation used up, puts it on on-demand or spot in ``pool`` too."""
+    first = provision(pools, pods, catalog=catalog)
+    node = _only(first, pods)
+    assert _is_reserved(node) and node.instance_type == SMALL
+    assert node.labels[NODEPOOL] == pool
+    second, pods = _next_round(first, pods)
+    node = _only(second, pods)
+    assert _fell_back(node)
+    assert node.labels[NODEPOOL] == pool
+
+
 def test_compatible_reservations_are_waited_for_rather_than_falling_back() -> None:
     # It: Reserved Instance Types / shouldn't fallback to on-demand or spot when compatible reserved offerings are available
     pods = f.unschedulable_pods(3, requests={"cpu": "1800m"})
@@ -191,15 +206,8 @@ def test_a_held_reservation_does_not_send_pods_to_a_lower_weight_pool() -> None:
         _excluding("np-primary", "r-fallback", weight=100),
         _excluding("np-fallback", f"r-{SMALL}", "r-medium-instance-type", weight=50),
     ]
-    pods = _lonely_small_pods(2)
-    first = provision(pools, pods, catalog=_catalog((f"r-{SMALL}", 1), ("r-fallback", 1)))
-    node = _only(first, pods)
-    assert _is_reserved(node) and node.instance_type == SMALL
-    assert node.labels[NODEPOOL] == "np-primary"
-    second, pods = _next_round(first, pods)
-    node = _only(second, pods)
-    assert _fell_back(node)
-    assert node.labels[NODEPOOL] == "np-primary"
+    catalog = _catalog((f"r-{SMALL}", 1), ("r-fallback", 1))
+    _reserved_then_fell_back(pools, _lonely_small_pods(2), catalog, "np-primary")
 
 
 def test_a_held_reservation_does_not_relax_preferences() -> None:
@@ -209,14 +217,7 @@ def test_a_held_reservation_does_not_relax_preferences() -> None:
     pools = [suite_pool("np-1"), suite_pool("np-2")]
     prefer = [f.match_expression(NODEPOOL, "In", ["np-1"])]
     pods = _lonely_small_pods(2, node_preferences=prefer)
-    first = provision(pools, pods, catalog=_catalog())
-    node = _only(first, pods)
-    assert _is_reserved(node) and node.instance_type == SMALL
-    assert node.labels[NODEPOOL] == "np-1"
-    second, pods = _next_round(first, pods)
-    node = _only(second, pods)
-    assert _fell_back(node)
-    assert node.labels[NODEPOOL] == "np-1"
+    _reserved_then_fell_back(pools, pods, _catalog(), "np-1")
 
 
 def test_pods_share_one_reserved_node() -> None:
