@@ -62,6 +62,13 @@ CASES = [
      FeatureGates(spot_to_spot_consolidation=True, reserved_capacity=False)),
     ("aws_feature_gates", "NodeClassCEL=true", AWSFeatureGates(node_class_cel=True),
      "NodeClassCEL=false", AWSFeatureGates(node_class_cel=False)),
+    ("cloud_provider", "fake", "fake", "aws", "aws"),
+    ("fake_instance_types", "/etc/karpy/catalog.yaml", "/etc/karpy/catalog.yaml", "x.yaml",
+     "x.yaml"),
+    ("fake_registration_delay", "2s", 2 * SECOND, "0", 0),
+    ("fake_insufficient_capacity", "c-2x-amd64-linux:test-zone-a:spot",
+     (("c-2x-amd64-linux", "test-zone-a", "spot"),), "*:test-zone-b:*, m-4x-arm64-linux:*:*",
+     (("*", "test-zone-b", "*"), ("m-4x-arm64-linux", "*", "*"))),
     ("vm_memory_overhead_percent", "0.1", 0.1, "0", 0.0),
     ("reserved_enis", "2", 2, "0", 0),
     ("interruption_queue", "karpy-interruptions", "karpy-interruptions", "q_1.fifo", "q_1.fifo"),
@@ -122,6 +129,7 @@ def test_defaults_are_karpenters():
     assert settings.leader_election_name == "karpy-leader-election"
     assert settings.leader_election_namespace == "kube-system"
     assert settings.kubeconfig is None
+    assert (settings.cloud_provider, settings.fake_registration_delay) == ("aws", 0)
 
 
 @pytest.mark.parametrize(("field", "env_text", "env_value"), [c[:3] for c in CASES])
@@ -186,6 +194,12 @@ def test_flag_given_as_separate_word():
         ({"ENABLE_PROFILING": "True"},
          'ENABLE_PROFILING (--enable-profiling) = "True": must be true or false'),
         ({"ISOLATED_VPC": "1"}, 'ISOLATED_VPC (--isolated-vpc) = "1": must be true or false'),
+        ({"CLOUD_PROVIDER": "gcp"},
+         'CLOUD_PROVIDER (--cloud-provider) = "gcp": must be one of aws, fake'),
+        ({"FAKE_INSUFFICIENT_CAPACITY": "c-2x-amd64-linux:test-zone-a"},
+         'FAKE_INSUFFICIENT_CAPACITY (--fake-insufficient-capacity) = '
+         '"c-2x-amd64-linux:test-zone-a": \'c-2x-amd64-linux:test-zone-a\' is not '
+         "TYPE:ZONE:CAPACITY-TYPE (use * for any)"),
         ({"DISABLE_LEADER_ELECTION": ""},
          'DISABLE_LEADER_ELECTION (--disable-leader-election) = "": must be true or false'),
         ({"VM_MEMORY_OVERHEAD_PERCENT": "1"},

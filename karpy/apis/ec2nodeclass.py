@@ -25,7 +25,7 @@ from karpy.apis.fielderrors import FieldError
 from karpy.apis.hashes import ec2nodeclass_hash
 from karpy.apis.records import Record, wire
 from karpy.apis.wire import KindModel, prepare
-from karpy.scheduling.quantity import parse_quantity
+from karpy.base.quantity import parse_quantity
 
 __all__ = [
     "AMISelectorTerm",

@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from karpy.apis.gohash import Bool, GoStruct, Int, Map, Ptr, Slice, go_hash
+from karpy.base.quantity import format_quantity, parse_quantity
 from karpy.durations import from_timedelta, parse_duration
-from karpy.scheduling.quantity import format_quantity, parse_quantity
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

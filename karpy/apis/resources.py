@@ -2,7 +2,7 @@
 
 Karpenter's ``limits``, ``capacity``, ``allocatable`` and ``resources`` fields are
 Kubernetes ResourceLists. karpy holds them as exact integer milli-units
-(`karpy.scheduling.quantity`), so the scheduler adds and compares plain integers, and
+(`karpy.base.quantity`), so the scheduler adds and compares plain integers, and
 prints them back with the suffix a person would write (``16Gi``, ``1500m``).
 """
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from karpy.apis.core import InvalidObject
 from karpy.apis.fielderrors import FieldError
 from karpy.apis.openapi import QUANTITY_PATTERN, child_path
-from karpy.scheduling.quantity import QuantityError, format_resource, parse_quantity
+from karpy.base.quantity import QuantityError, format_resource, parse_quantity
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from karpy.apis import labels
 from karpy.apis.fielderrors import ErrorType, FieldError
+from karpy.base.names import is_dns1123_subdomain, is_qualified_name, is_valid_label_value
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -41,90 +42,6 @@ WELL_KNOWN_LABELS = labels.CORE_WELL_KNOWN_LABELS | labels.AWS_WELL_KNOWN_LABELS
 RESTRICTED_LABEL_DOMAINS = (
     labels.CORE_RESTRICTED_LABEL_DOMAINS | labels.AWS_RESTRICTED_LABEL_DOMAINS
 )
-
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_NAME = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
-_QUALIFIED_NAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-    "with an alphanumeric character"
-)
-_LABEL_VALUE_FMT = f"({_QUALIFIED_NAME_FMT})?"
-_LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}$")
-_LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', "
-    "'_' or '.', and must start and end with an alphanumeric character"
-)
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = f"{_DNS1123_LABEL_FMT}(\\.{_DNS1123_LABEL_FMT})*"
-_DNS1123_SUBDOMAIN = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-_DNS1123_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-    "'-' or '.', and must start and end with an alphanumeric character"
-)
-
-
-def _regex_error(message: str, fmt: str, *examples: str) -> str:
-    """apimachinery's RegexError, spacing quirks included."""
-    if not examples:
-        return f"{message} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def _max_len_error(length: int) -> str:
-    return f"must be no more than {length} characters"
-
-
-def is_dns1123_subdomain(value: str) -> list[str]:
-    errors = []
-    if len(value) > 253:
-        errors.append(_max_len_error(253))
-    if not _DNS1123_SUBDOMAIN.match(value):
-        errors.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errors
-
-
-def is_qualified_name(value: str) -> list[str]:
-    """Problems with ``value`` as a label key (``[prefix/]name``); empty when valid."""
-    errors: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        else:
-            errors.extend(f"prefix part {m}" for m in is_dns1123_subdomain(prefix))
-    else:
-        example = _regex_error(
-            _QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"
-        )
-        return [
-            f"a qualified name {example} with an optional DNS subdomain prefix and '/' "
-            "(e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > 63:
-        errors.append(f"name part {_max_len_error(63)}")
-    if not _QUALIFIED_NAME.match(name):
-        example = _regex_error(
-            _QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"
-        )
-        errors.append(f"name part {example}")
-    return errors
-
-
-def is_valid_label_value(value: str) -> list[str]:
-    errors = []
-    if len(value) > 63:
-        errors.append(_max_len_error(63))
-    if not _LABEL_VALUE.match(value):
-        errors.append(
-            _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
-        )
-    return errors
 
 
 def _go_list(items: Iterable[str]) -> str:

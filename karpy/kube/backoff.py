@@ -15,10 +15,10 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from karpy.kube.clock import SYSTEM_CLOCK
+from karpy.base.clock import SYSTEM_CLOCK
 
 if TYPE_CHECKING:
-    from karpy.kube.clock import Clock
+    from karpy.base.clock import Clock
 
 __all__ = ["Backoff", "TokenBucket"]
 

@@ -28,8 +28,8 @@ import aiohttp
 import attrs
 import orjson
 
+from karpy.base.clock import SYSTEM_CLOCK
 from karpy.kube.backoff import Backoff
-from karpy.kube.clock import SYSTEM_CLOCK
 from karpy.kube.errors import (
     APIError,
     NotFound,
@@ -44,8 +44,8 @@ from karpy.log import get_logger
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from karpy.base.clock import Clock
     from karpy.kube.backoff import TokenBucket
-    from karpy.kube.clock import Clock
     from karpy.kube.resources import Resource
     from karpy.kube.transport import Transport
     from karpy.observability.metrics import Metrics

@@ -41,8 +41,8 @@ import attrs
 import orjson
 
 from karpy.apis.core import InvalidObject
+from karpy.base.clock import SYSTEM_CLOCK
 from karpy.kube.backoff import Backoff
-from karpy.kube.clock import SYSTEM_CLOCK
 from karpy.kube.errors import (
     Gone,
     KubeError,
@@ -57,8 +57,8 @@ from karpy.log import describe_error, get_logger
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+    from karpy.base.clock import Clock
     from karpy.kube.backoff import TokenBucket
-    from karpy.kube.clock import Clock
     from karpy.kube.resources import Resource
     from karpy.kube.transport import Transport
     from karpy.observability.metrics import Metrics

@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from karpy.base.clock import SYSTEM_CLOCK
 from karpy.errors import KarpyError
-from karpy.kube.clock import SYSTEM_CLOCK
 from karpy.kube.errors import AlreadyExists, Conflict, KubeError
 from karpy.kube.resources import LEASES
 from karpy.log import describe_error, get_logger
@@ -50,10 +50,10 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from datetime import datetime
 
+    from karpy.base.clock import Clock
+    from karpy.base.component import Component
     from karpy.kube.client import KubeClient
-    from karpy.kube.clock import Clock
     from karpy.observability.metrics import Metrics
-    from karpy.operator import Component
 
 __all__ = ["ElectionConfig", "LeaderElector", "LeadershipLost", "default_identity"]
 

@@ -25,6 +25,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from karpy import __version__
+from karpy.observability.controller_metrics import ControllerMetrics
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -194,6 +195,9 @@ class Metrics:
             "Largest tick lateness in the health window (what /healthz judges).",
             registry=r,
         )
+
+        # --- controllers and their work queues (controller_runtime_*, workqueue_*) ------
+        self.controllers = ControllerMetrics(r)
 
     def bind_cluster_state(
         self,

@@ -17,7 +17,7 @@ it back.
 Settings are validated before anything starts; a bad value exits with status 2 and one
 line on stderr (see `karpy.settings`), and so does a missing Kubernetes configuration.
 
-`karpy.kube.runtime.Runtime` is the controller's wiring (``docs/runtime.md``): the API
+`karpy.operator.wiring.Runtime` is the controller's wiring (``docs/runtime.md``): the API
 transports (one rate-limited for informers and writes, one for leader election alone),
 the informers feeding `ClusterState`, the leader elector with the writers it gates (the
 node-lease garbage collector today; provisioning and disruption later), the event-loop
@@ -32,7 +32,7 @@ import asyncio
 import json
 import os
 import signal
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import IO, TYPE_CHECKING
 
 import attrs
 import uvloop
@@ -45,21 +45,12 @@ from karpy.log import configure_logging, describe_error, get_logger, open_output
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from karpy.base.component import Component
     from karpy.settings import Settings
 
 log = get_logger("controller")
 
 DEFAULT_SHUTDOWN_GRACE = 10.0  # seconds; within Kubernetes' default 30s termination grace
-
-
-class Component(Protocol):
-    """A long-running part of the controller. `run` returns once ``stop`` is set (after
-    tidying up); returning earlier, or raising, stops the whole process."""
-
-    @property
-    def name(self) -> str: ...
-
-    async def run(self, stop: asyncio.Event) -> None: ...
 
 
 class ComponentFailed(KarpyError):
@@ -184,7 +175,7 @@ async def controller(
 ) -> int:
     """Wire the runtime for ``settings`` and serve until a signal; the exit status."""
     # Imported here so a bad setting is reported without loading the Kubernetes client.
-    from karpy.kube.runtime import Runtime, RuntimeTimings  # noqa: PLC0415
+    from karpy.operator.wiring import Runtime, RuntimeTimings  # noqa: PLC0415
 
     timings = RuntimeTimings(**(timing_overrides or {}))
     runtime = await Runtime.create(settings, env=os.environ if env is None else env,

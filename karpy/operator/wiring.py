@@ -25,18 +25,19 @@ from karpy.kube.client import KubeClient
 from karpy.kube.informer import Informer
 from karpy.kube.informers import InformerSet
 from karpy.kube.leaderelection import ElectionConfig, LeaderElector, NoElection, default_identity
-from karpy.kube.leasegc import LeaseGarbageCollector
 from karpy.kube.transport import Transport, load_configuration
 from karpy.kube.watched import WATCHED
+from karpy.lifecycle.leasegc import LeaseGarbageCollection
 from karpy.observability.health import LoopWatchdog
 from karpy.observability.metrics import Metrics
 from karpy.observability.server import HTTPServers
+from karpy.reconcile import Controller
 from karpy.state.cluster import ClusterState
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from karpy.operator import Component
+    from karpy.base.component import Component
     from karpy.settings import Settings
 
 __all__ = ["Runtime", "RuntimeTimings"]
@@ -78,9 +79,11 @@ class Runtime:
             Informer(spec, self.transport, self.state, metrics=self.metrics, limiter=limiter)
             for spec in WATCHED
         ]
+        lease_gc = LeaseGarbageCollection(self.state, self.client, grace=timings.lease_gc_grace,
+                                          metrics=self.metrics)  # fmt: skip
         writers: list[Component] = [
-            LeaseGarbageCollector(self.state, self.client, grace=timings.lease_gc_grace,
-                                  period=timings.lease_gc_period, metrics=self.metrics),
+            Controller(lease_gc, self.state, resync=timings.lease_gc_period,
+                       metrics=self.metrics.controllers),
         ]  # fmt: skip
         self.elector: LeaderElector | NoElection
         if settings.disable_leader_election:

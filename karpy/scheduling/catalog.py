@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from karpy.base.quantity import QuantityError, parse_quantity
 from karpy.scheduling.instancetypes import InstanceType, Offering, new_instance_type
-from karpy.scheduling.quantity import QuantityError, parse_quantity
 from karpy.scheduling.requirements import SUPPORTED_OPERATORS, Requirement
 
 if TYPE_CHECKING:

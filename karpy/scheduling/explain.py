@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from karpy.base.quantity import format_resource
 from karpy.scheduling.nodeclaim import (
     HOST_PORTS,
     INSTANCE_TYPES,
@@ -31,7 +32,6 @@ from karpy.scheduling.nodeclaim import (
     Plan,
     Rejection,
 )
-from karpy.scheduling.quantity import format_resource
 from karpy.scheduling.requirements import RequirementConflict, Requirements, UndefinedLabel
 from karpy.scheduling.resources import merge, render_resources
 from karpy.scheduling.results import PoolReason, UnschedulableReason

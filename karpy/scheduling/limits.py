@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from karpy.scheduling.quantity import format_resource
+from karpy.base.quantity import format_resource
 from karpy.scheduling.resources import NODES, ONE, ResourceList
 
 if TYPE_CHECKING:

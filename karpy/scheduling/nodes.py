@@ -22,7 +22,7 @@ from karpy.apis.labels import (
     LABEL_REGISTERED,
     TAINT_DISRUPTED,
 )
-from karpy.scheduling.quantity import parse_quantity
+from karpy.base.quantity import parse_quantity
 from karpy.scheduling.resources import ONE, ResourceList
 from karpy.scheduling.taints import is_ephemeral_taint, taint_from_dict
 

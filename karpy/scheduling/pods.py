@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from karpy.apis.core import NodeSelectorRequirement
-from karpy.scheduling.quantity import QuantityError, parse_quantity
+from karpy.base.quantity import QuantityError, parse_quantity
 from karpy.scheduling.resources import ONE, PODS, ResourceList
 from karpy.scheduling.selectors import LabelSelector, selector_from_dict
 from karpy.scheduling.taints import Toleration

@@ -1,7 +1,7 @@
 """Resource lists: ``{resource name: milli-units}`` dicts and the arithmetic on them.
 
 A resource list is a plain ``dict[str, int]`` holding exact milli-units (see
-`karpy.scheduling.quantity`), treated as immutable once built: functions here return new
+`karpy.base.quantity`), treated as immutable once built: functions here return new
 dicts unless their name says ``_into``. The semantics follow Kubernetes and Karpenter:
 
 * a resource absent from a list is zero;
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from karpy.scheduling.quantity import format_resource
+from karpy.base.quantity import format_resource
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping

@@ -10,7 +10,6 @@ capacity-type values that do not exist, and pods that explicitly avoid Karpenter
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Final
 
 from karpy.apis.labels import (
@@ -22,6 +21,7 @@ from karpy.apis.labels import (
     label_domain,
     normalize_label,
 )
+from karpy.base import names
 from karpy.scheduling.requirements import (
     DOES_NOT_EXIST,
     GT,
@@ -40,20 +40,14 @@ __all__ = ["AVOIDS_KARPENTER", "pod_problem"]
 
 RESTRICTED_DOMAINS: Final = CORE_RESTRICTED_LABEL_DOMAINS | AWS_RESTRICTED_LABEL_DOMAINS
 AVOIDS_KARPENTER: Final = "configured to not run on a Karpenter provisioned node"
-_NAME: Final = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_PREFIX: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_VALUE: Final = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
 def is_qualified_name(key: str) -> bool:
-    prefix, sep, name = key.rpartition("/")
-    if sep and (not prefix or len(prefix) > 253 or not _PREFIX.match(prefix)):
-        return False
-    return 0 < len(name) <= 63 and bool(_NAME.match(name))
+    return not names.is_qualified_name(key)
 
 
 def is_label_value(value: str) -> bool:
-    return len(value) <= 63 and bool(_VALUE.match(value))
+    return not names.is_valid_label_value(value)
 
 
 def restricted_label(key: str, well_known: frozenset[str]) -> bool:

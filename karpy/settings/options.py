@@ -23,6 +23,7 @@ from karpy.settings.parsers import (
     _log_level,
     _namespace,
     _non_negative,
+    _offering_patterns,
     _paths,
     _percent,
     _port,
@@ -94,6 +95,18 @@ OPTIONS: tuple[Option, ...] = (
            "rejected.", "provisioning", "GATES"),
     Option("aws_feature_gates", "NodeClassCEL=false", _gates(AWSFeatureGates), "AWS gates, "
            "Name=true|false,...", "provisioning", "GATES"),
+    Option("cloud_provider", "aws", _choice("aws", "fake"), "karpy: aws launches EC2 "
+           "instances; fake makes each instance a Node object (KWOK-style, for sandboxes "
+           "and tests).", "cloud", "NAME"),
+    Option("fake_instance_types", "", lambda text: text or None, "karpy: with "
+           "CLOUD_PROVIDER=fake, a catalog file in karpy simulate's format; unset means the "
+           "embedded KWOK-style catalog.", "cloud", "PATH"),
+    Option("fake_registration_delay", "0s", _duration(0, "must not be negative"), "karpy: with "
+           "CLOUD_PROVIDER=fake, how long after a launch its Node object appears.", "cloud",
+           _DURATION),
+    Option("fake_insufficient_capacity", "", _offering_patterns, "karpy: with "
+           "CLOUD_PROVIDER=fake, offerings whose launches fail with insufficient capacity: "
+           "TYPE:ZONE:CAPACITY-TYPE,... (* matches anything).", "cloud", "OFFERINGS"),
     Option("vm_memory_overhead_percent", "0.075", _percent, "Fraction of memory taken as "
            "hypervisor overhead when none is measured.", "AWS", "FRACTION"),
     Option("reserved_enis", "0", _non_negative, "ENIs left out of ENI-limited max-pods.",

@@ -123,6 +123,19 @@ def _log_level(text: str) -> str:
     return _choice(*LOG_LEVELS)(text) if text else "info"  # Karpenter takes empty as info
 
 
+def _offering_patterns(text: str) -> tuple[tuple[str, str, str], ...]:
+    """``TYPE:ZONE:CAPACITY-TYPE`` patterns, comma-separated; ``*`` matches anything."""
+    patterns = []
+    for entry in (e.strip() for e in text.split(",")):
+        if not entry:
+            continue
+        parts = entry.split(":")
+        if len(parts) != 3 or not all(parts):
+            raise _Invalid(f"{entry!r} is not TYPE:ZONE:CAPACITY-TYPE (use * for any)")
+        patterns.append((parts[0], parts[1], parts[2]))
+    return tuple(patterns)
+
+
 def _paths(text: str) -> tuple[str, ...]:
     paths = tuple(p.strip() for p in text.split(",") if p.strip())
     if not paths:

@@ -46,6 +46,10 @@ class Settings:
     ignore_dra_requests: bool = True
     feature_gates: FeatureGates = attrs.field(factory=FeatureGates)
     aws_feature_gates: AWSFeatureGates = attrs.field(factory=AWSFeatureGates)
+    cloud_provider: str = "aws"
+    fake_instance_types: str | None = None
+    fake_registration_delay: int = 0
+    fake_insufficient_capacity: tuple[tuple[str, str, str], ...] = ()
     vm_memory_overhead_percent: float = 0.075
     reserved_enis: int = 0
     interruption_queue: str = ""

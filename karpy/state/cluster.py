@@ -25,7 +25,7 @@ import attrs
 import immutables
 
 from karpy.apis.labels import LABEL_NODEPOOL
-from karpy.kube.clock import SYSTEM_CLOCK
+from karpy.base.clock import SYSTEM_CLOCK
 from karpy.log import get_logger
 from karpy.state import kinds
 from karpy.state.snapshot import EMPTY, StateSnapshot
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
     from karpy.apis.nodeclaim import NodeClaim
-    from karpy.kube.clock import Clock
+    from karpy.base.clock import Clock
     from karpy.state.records import NodeInfo, PodInfo
 
 __all__ = ["ClusterState", "StateChange"]

@@ -218,8 +218,8 @@ def _settled_cluster(context: Any, pods: list[Any]) -> tuple[list[Any], list[Any
     """Nodes and bound pods as they are once ``pods`` ran where karpy placed them."""
     import attrs
 
+    from karpy.base.quantity import format_resource
     from karpy.scheduling.nodes import node_from_dict
-    from karpy.scheduling.quantity import format_resource
     from karpy.scheduling.solver import ClusterSnapshot, Scheduler
 
     results = Scheduler(context, ClusterSnapshot()).solve(pods, budget=3600.0)

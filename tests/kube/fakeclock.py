@@ -1,5 +1,5 @@
 """Clocks for tests: `FakeClock` moves only when told, `RecordingClock` is real time that
-notes (and skips) every sleep. Both satisfy `karpy.kube.clock.Clock`."""
+notes (and skips) every sleep. Both satisfy `karpy.base.clock.Clock`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import heapq
 import itertools
 from datetime import UTC, datetime, timedelta
 
-from karpy.kube.clock import SystemClock
+from karpy.base.clock import SystemClock
 
 START = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -11,8 +11,9 @@ from karpy.kube import resources
 from karpy.kube.client import KubeClient
 from karpy.kube.informer import WatchSpec
 from karpy.kube.leaderelection import micro_time
-from karpy.kube.leasegc import LeaseGarbageCollector
+from karpy.lifecycle.leasegc import LeaseGarbageCollection
 from karpy.observability.metrics import Metrics
+from karpy.reconcile import Controller
 from karpy.state import kinds
 from karpy.state import records as p
 from karpy.state.cluster import ClusterState
@@ -43,6 +44,14 @@ def node_owner(node: Obj) -> Obj:
                              uid=node["metadata"]["uid"])  # fmt: skip
 
 
+async def collect(gc: LeaseGarbageCollection) -> int:
+    """Reconcile every lease once; the number deleted."""
+    before = gc.deleted
+    for key in list(gc.all_keys(gc.state.snapshot())):
+        await gc.reconcile(key)
+    return gc.deleted - before
+
+
 def lease_names(apiserver) -> list[str]:
     return sorted(o["metadata"]["name"] for o in apiserver.store.list("leases", "kube-node-lease"))
 
@@ -68,8 +77,8 @@ async def test_deletes_only_orphaned_stale_leases(apiserver, client):
     metrics = Metrics()
     async with running(apiserver, [NODES, LEASES]) as (state, informers):
         await asyncio.gather(*(i.synced.wait() for i in informers))
-        gc = LeaseGarbageCollector(state, client, metrics=metrics, clock=FakeClock())
-        assert await gc.collect() == 1
+        gc = LeaseGarbageCollection(state, client, metrics=metrics, clock=FakeClock())
+        assert await collect(gc) == 1
     assert lease_names(apiserver) == ["fresh", "live", "owned"]
     assert metrics.registry.get_sample_value("karpenter_nodes_leases_deleted_total") == 1
 
@@ -79,10 +88,10 @@ async def test_an_orphan_becomes_collectable_once_the_grace_has_passed(apiserver
     clock = FakeClock()
     async with running(apiserver, [NODES, LEASES]) as (state, informers):
         await asyncio.gather(*(i.synced.wait() for i in informers))
-        gc = LeaseGarbageCollector(state, client, clock=clock)
-        assert await gc.collect() == 0
+        gc = LeaseGarbageCollection(state, client, clock=clock)
+        assert await collect(gc) == 0
         await clock.advance(61)
-        assert await gc.collect() == 1
+        assert await collect(gc) == 1
     assert lease_names(apiserver) == []
 
 
@@ -95,8 +104,8 @@ async def test_a_lease_renewed_after_it_was_judged_survives(apiserver, client):
     # The kubelet renews it between the judgement (state above) and the DELETE.
     apiserver.store.patch("leases", "racing", {"spec": {"renewTime": micro_time(START)}},
                           "kube-node-lease")  # fmt: skip
-    gc = LeaseGarbageCollector(state, client, clock=FakeClock())
-    assert await gc.collect() == 0
+    gc = LeaseGarbageCollection(state, client, clock=FakeClock())
+    assert await collect(gc) == 0
     assert lease_names(apiserver) == ["racing"]
 
 
@@ -105,9 +114,27 @@ async def test_nothing_is_collected_before_nodes_and_leases_are_listed(apiserver
     state = ClusterState()
     state.apply(kinds.NODE_LEASE, [("kube-node-lease/early", p.node_lease(created))], [])
     state.set_synced(kinds.NODE_LEASE)  # nodes not listed yet: every lease looks orphaned
-    gc = LeaseGarbageCollector(state, client, clock=FakeClock())
-    assert await gc.collect() == 0
+    gc = LeaseGarbageCollection(state, client, clock=FakeClock())
+    assert await collect(gc) == 0
     assert lease_names(apiserver) == ["early"]
+
+
+async def test_an_orphan_is_looked_at_again_when_it_becomes_stale(apiserver, client):
+    apiserver.store.create("leases", node_lease("young", renewed=START - timedelta(minutes=4)))
+    clock = FakeClock()
+    async with running(apiserver, [NODES, LEASES]) as (state, informers):
+        await asyncio.gather(*(i.synced.wait() for i in informers))
+        gc = LeaseGarbageCollection(state, client, clock=clock)
+        controller = Controller(gc, state, clock=clock, resync=None)
+        stop = asyncio.Event()
+        task = asyncio.create_task(controller.run(stop))
+        await controller.started.wait()
+        await clock.idle()
+        assert lease_names(apiserver) == ["young"]
+        await clock.advance(61)
+        await eventually(lambda: lease_names(apiserver) == [])
+        stop.set()
+        await task
 
 
 async def test_a_node_deletion_wakes_the_collector_without_waiting_for_the_period(
@@ -118,9 +145,11 @@ async def test_a_node_deletion_wakes_the_collector_without_waiting_for_the_perio
     clock = FakeClock()
     async with running(apiserver, [NODES, LEASES]) as (state, informers):
         await asyncio.gather(*(i.synced.wait() for i in informers))
-        gc = LeaseGarbageCollector(state, client, clock=clock, period=3600)
+        gc = LeaseGarbageCollection(state, client, clock=clock)
+        controller = Controller(gc, state, clock=clock, resync=3600)
         stop = asyncio.Event()
-        task = asyncio.create_task(gc.run(stop))
+        task = asyncio.create_task(controller.run(stop))
+        await controller.started.wait()
         await clock.idle()
         assert lease_names(apiserver) == ["worker"]
         apiserver.store.delete("nodes", node["metadata"]["name"])

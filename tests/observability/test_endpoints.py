@@ -13,9 +13,9 @@ import pytest
 from kubernetes_asyncio.client.configuration import Configuration
 from prometheus_client.parser import text_string_to_metric_families
 
-from karpy.kube.runtime import Runtime, RuntimeTimings
 from karpy.observability.health import LoopWatchdog
 from karpy.operator import Operator
+from karpy.operator.wiring import Runtime, RuntimeTimings
 from karpy.settings import Settings
 from tests import factories as f
 from tests.kube.helpers import eventually

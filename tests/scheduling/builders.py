@@ -6,10 +6,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from karpy.apis.nodepool import NodePool
+from karpy.base.quantity import parse_quantity
 from karpy.scheduling.context import SchedulingContext, build_context
 from karpy.scheduling.instancetypes import InstanceType, Offering, new_instance_type
 from karpy.scheduling.pods import Pod, pod_from_dict
-from karpy.scheduling.quantity import parse_quantity
 from karpy.scheduling.requirements import Requirement
 from tests import factories as f
 

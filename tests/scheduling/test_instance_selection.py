@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from karpy.scheduling.quantity import parse_quantity
+from karpy.base.quantity import parse_quantity
 from karpy.scheduling.solver import ClusterSnapshot, Scheduler
 from tests import factories as f
 from tests.scheduling.builders import context, instance_type, nodepool, offerings, pod

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from karpy.scheduling.quantity import parse_quantity
+from karpy.base.quantity import parse_quantity
 from karpy.simulate import simulate
 from tests import factories as f
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from karpy.apis.fielderrors import FieldError
-from karpy.sandbox.apiserver.validation import (
+from karpy.base.names import (
     is_dns1123_label,
     is_dns1123_subdomain,
     is_qualified_name,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from karpy.apis.fielderrors import FieldError, render_errors
-from karpy.sandbox.apiserver.validation import is_qualified_name, is_valid_label_value
+from karpy.base.names import is_qualified_name, is_valid_label_value
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

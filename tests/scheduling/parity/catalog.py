@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any, Final
 
-from karpy.scheduling.quantity import format_resource, parse_quantity
+from karpy.base.quantity import format_resource, parse_quantity
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence

@@ -10,10 +10,10 @@ API server's business.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from karpy.apis.fielderrors import FieldError
+from karpy.base.names import is_dns1035_label, is_qualified_name, is_valid_label_value
 from karpy.sandbox.apiserver.schema.gofmt import shown
 
 if TYPE_CHECKING:
@@ -28,17 +28,6 @@ OBJECT_META_FIELDS = frozenset(
         "labels", "annotations", "ownerReferences", "finalizers", "managedFields",
     }
 )  # fmt: skip
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS1035_MESSAGE = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
-    "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
-    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z"
-)
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 
 
 def coerce_embedded_metadata(obj: dict[str, Any]) -> None:
@@ -54,13 +43,6 @@ def _parse_group_version(text: str) -> str | None:
     if text.count("/") > 1:
         return f"unexpected GroupVersion string: {text}"
     return None
-
-
-def _label_key_errors(key: str) -> bool:
-    prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
-        return True
-    return not name or len(name) > 63 or not _QUALIFIED_NAME.match(name)
 
 
 def _validate_resource(path: str, obj: dict[str, Any], errors: list[FieldError]) -> None:
@@ -85,9 +67,8 @@ def _validate_resource(path: str, obj: dict[str, Any], errors: list[FieldError])
             errors.append(FieldError.invalid(f"{path}.kind", shown(kind), "must be a string"))
         elif not kind:
             errors.append(FieldError.invalid(f"{path}.kind", "", "must not be empty"))
-        elif len(kind) > 63 or not _DNS1035.match(kind.lower()):
-            problem = "must be no more than 63 characters" if len(kind) > 63 else _DNS1035_MESSAGE
-            detail = f"may have mixed case, but should otherwise match: {problem}"
+        elif problems := is_dns1035_label(kind.lower()):
+            detail = f"may have mixed case, but should otherwise match: {problems[0]}"
             errors.append(FieldError.invalid(f"{path}.kind", kind, detail))
     metadata = obj.get("metadata")
     if metadata is None:
@@ -100,11 +81,11 @@ def _validate_resource(path: str, obj: dict[str, Any], errors: list[FieldError])
         return
     label_path = f"{path}.metadata.labels"
     for key, value in labels.items():
-        if _label_key_errors(key):
+        if is_qualified_name(key):
             errors.append(
                 FieldError.invalid(label_path, key, "name part must be a valid label key")
             )
-        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+        if not isinstance(value, str) or is_valid_label_value(value):
             errors.append(
                 FieldError.invalid(label_path, shown(value), "must be a valid label value")
             )

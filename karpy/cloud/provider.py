@@ -1,0 +1,127 @@
+"""The `CloudProvider` protocol: the one seam between karpy's controllers and a cloud.
+
+Controllers never talk to a cloud API directly. Provisioning asks a provider which
+instance types a NodePool may launch; the NodeClaim lifecycle asks it to `create` the
+instance behind a NodeClaim, to `get` or `list` instances, and to `delete` one during
+termination; garbage collection compares its `list` with the NodeClaims; disruption asks
+`is_drifted`; node repair reads `repair_policies`. Everything that crosses the seam is a
+plain immutable record (`Instance`, `RepairPolicy`, the scheduler's `InstanceType`) or
+one of the typed errors of `karpy.cloud.errors`.
+
+Two rules every implementation keeps, because a controller may be killed at any moment
+and restarted:
+
+* **Idempotent launches.** `create` for a NodeClaim that already has an instance returns
+  that instance instead of launching another (the instance carries the NodeClaim's name,
+  as a tag on EC2 or an annotation on a fake Node), so a retried or repeated launch never
+  doubles capacity.
+* **Nothing only in memory.** `get` and `list` answer from the cloud (or, for the fake,
+  the API server), never from a record of what this process launched.
+
+`get_instance_types` returns the same sequence object for as long as its answer for that
+NodePool is unchanged, so callers may cache what they compile from it by identity.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+import attrs
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from datetime import datetime, timedelta
+
+    from karpy.apis.nodeclaim import NodeClaim
+    from karpy.apis.nodepool import NodePool
+    from karpy.base.component import Component
+    from karpy.scheduling.instancetypes import InstanceType
+
+__all__ = ["CloudProvider", "Instance", "RepairPolicy"]
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Instance:
+    """An instance as the cloud reports it, in the terms a NodeClaim's status uses.
+
+    ``labels`` are the labels its node will carry that the cloud decides: the instance
+    type's (instance type, arch, os, provider labels), the offering's (zone, capacity type,
+    reservation) and the values the launch resolved for the NodeClaim's requirements.
+    Quantities are integer milli-units (`karpy.base.quantity`).
+    """
+
+    provider_id: str
+    nodeclaim: str = ""  # the NodeClaim it was launched for, from its tag/annotation
+    instance_type: str = ""
+    zone: str = ""
+    capacity_type: str = ""
+    image_id: str = ""
+    labels: Mapping[str, str] = attrs.field(factory=dict)
+    capacity: Mapping[str, int] = attrs.field(factory=dict)
+    allocatable: Mapping[str, int] = attrs.field(factory=dict)
+    created: datetime | None = None
+    terminating: bool = False
+
+
+@attrs.frozen(slots=True)
+class RepairPolicy:
+    """A node condition that, held for ``toleration``, makes the node unhealthy
+    (node repair replaces it)."""
+
+    condition_type: str
+    condition_status: str
+    toleration: timedelta
+
+
+class CloudProvider(Protocol):
+    """See the module docstring. Methods raise `karpy.cloud.errors` errors; anything
+    else is a bug or a transient failure the caller retries with backoff."""
+
+    @property
+    def name(self) -> str:
+        """Short name, for metrics and logs (``fake``, ``aws``)."""
+        ...
+
+    @property
+    def well_known_labels(self) -> frozenset[str]:
+        """Label keys the provider defines on its instance types, which pods and NodePools
+        may use in requirements (added to Karpenter's own)."""
+        ...
+
+    async def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:
+        """What ``nodepool`` may launch, with offerings and prices; `NodeClassNotReady`
+        when its NodeClass cannot be used."""
+        ...
+
+    async def create(self, nodeclaim: NodeClaim) -> Instance:
+        """Launch (or find, when one exists) the instance for ``nodeclaim``: one of the
+        instance types and offerings its requirements allow, the cheapest available.
+        Raises `InsufficientCapacity`, `NodeClassNotReady` or `CreateError`."""
+        ...
+
+    async def delete(self, nodeclaim: NodeClaim) -> None:
+        """Begin terminating the instance of ``nodeclaim`` (by its provider ID). Raises
+        `NodeClaimNotFound` when there is no instance (any longer): termination is done."""
+        ...
+
+    async def get(self, provider_id: str) -> Instance:
+        """The instance, or `NodeClaimNotFound` if it is gone or terminating."""
+        ...
+
+    async def list(self) -> Sequence[Instance]:
+        """Every instance this provider manages for the cluster (terminating ones too)."""
+        ...
+
+    async def is_drifted(self, nodeclaim: NodeClaim) -> str:
+        """A drift reason (``AMIDrift``, ...) when the instance no longer matches its
+        NodeClass, else the empty string."""
+        ...
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        """Node conditions that mark a node unhealthy (node repair)."""
+        ...
+
+    def controllers(self) -> Sequence[Component]:
+        """The provider's own controllers (NodeClass status, refreshes, interruption), run
+        beside karpy's while this process leads."""
+        ...
