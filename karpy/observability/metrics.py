@@ -26,6 +26,7 @@ from prometheus_client.process_collector import ProcessCollector
 
 from karpy import __version__
 from karpy.observability.controller_metrics import ControllerMetrics
+from karpy.observability.karpenter_metrics import KarpenterMetrics
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -198,6 +199,8 @@ class Metrics:
 
         # --- controllers and their work queues (controller_runtime_*, workqueue_*) ------
         self.controllers = ControllerMetrics(r)
+        # --- provisioning, lifecycle, termination (karpenter_*) -------------------------
+        self.karpenter = KarpenterMetrics(r)
 
     def bind_cluster_state(
         self,

@@ -245,10 +245,10 @@ class Controller:
             delay = self.queue.add_rate_limited(key)
             if isinstance(exc, Conflict):
                 log.debug("conflict; retrying", controller=self.name, key=key,
-                          retry_in=round(delay, 3))  # fmt: skip
+                          retryIn=round(delay, 3))  # fmt: skip
             else:
                 log.warning("reconcile failed", controller=self.name, key=key,
-                            error=describe_error(exc), retry_in=round(delay, 3),
+                            error=describe_error(exc), retryIn=round(delay, 3),
                             exc_info=exc if not _expected(exc) else None)  # fmt: skip
             if metrics is not None:
                 metrics.reconcile_errors.labels(self.name).inc()

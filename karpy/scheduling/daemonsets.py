@@ -39,6 +39,7 @@ __all__ = [
     "daemon_overhead_groups",
     "daemonset_pod",
     "daemonset_pods",
+    "daemonset_pods_of",
     "existing_node_daemon_overhead",
 ]
 
@@ -51,7 +52,18 @@ class DaemonOverheadGroup:
 
 
 def daemonset_pods(daemonsets: Iterable[Mapping[str, Any]], pods: Iterable[Pod]) -> list[Pod]:
-    """One pod per DaemonSet: a running pod of it if there is one, else its template.
+    """One pod per DaemonSet (given as dicts); see `daemonset_pods_of`."""
+    templates = []
+    for daemonset in daemonsets:
+        meta = daemonset.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "default")
+        templates.append((namespace, str(meta.get("name", "")), daemonset_pod(daemonset)))
+    return daemonset_pods_of(templates, pods)
+
+
+def daemonset_pods_of(templates: Iterable[tuple[str, str, Pod]], pods: Iterable[Pod]) -> list[Pod]:
+    """One pod per DaemonSet (``(namespace, name, template pod)``): a running pod of it if
+    there is one, else its template.
 
     A running pod reflects what the DaemonSet really requests (admission and VPA may have
     changed it). The DaemonSet controller pins each pod to its node with required node
@@ -64,10 +76,8 @@ def daemonset_pods(daemonsets: Iterable[Mapping[str, Any]], pods: Iterable[Pod])
             if api_version == "apps/v1" and kind == "DaemonSet":
                 running.setdefault((pod.namespace, name), pod)
     out = []
-    for daemonset in daemonsets:
-        template = daemonset_pod(daemonset)
-        meta = daemonset.get("metadata") or {}
-        live = running.get((str(meta.get("namespace") or "default"), str(meta.get("name", ""))))
+    for namespace, name, template in templates:
+        live = running.get((namespace, name))
         if live is None:
             out.append(template)
         elif template.required_node_terms:

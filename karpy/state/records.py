@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from karpy.apis.core import parse_time
+from karpy.apis.core import Taint, parse_time
 from karpy.apis.ec2nodeclass import EC2NodeClass
 from karpy.apis.labels import ANNOTATION_DO_NOT_DISRUPT
 from karpy.apis.nodeclaim import NodeClaim
@@ -47,6 +47,7 @@ __all__ = [
     "BudgetInfo",
     "DaemonSetInfo",
     "NamespaceInfo",
+    "NodeCondition",
     "NodeInfo",
     "NodeLease",
     "OwnerRef",
@@ -143,14 +144,32 @@ def pod_info(data: Mapping[str, Any]) -> PodInfo:
 
 
 @attrs.frozen(slots=True)
+class NodeCondition:
+    type: str
+    status: str
+    last_transition_time: datetime | None = None
+
+
+@attrs.frozen(slots=True)
 class NodeInfo:
-    """A node: the scheduler's `Node` plus readiness and its timestamps."""
+    """A node: the scheduler's `Node` plus what the lifecycle controllers read and write
+    back: readiness and conditions, timestamps, finalizers, owners, and the taints exactly
+    as ``spec.taints`` lists them (the scheduler's view adds a pseudo-taint for
+    ``spec.unschedulable``, which must never be written back)."""
 
     node: Node
     resource_version: str
     ready: bool = False
     creation_timestamp: datetime | None = None
     deletion_timestamp: datetime | None = None
+    uid: str = ""
+    finalizers: tuple[str, ...] = ()
+    owners: tuple[OwnerRef, ...] = ()
+    spec_taints: tuple[Taint, ...] = ()
+    conditions: tuple[NodeCondition, ...] = ()
+
+    def condition(self, type_: str) -> NodeCondition | None:
+        return next((c for c in self.conditions if c.type == type_), None)
 
     @property
     def name(self) -> str:
@@ -164,12 +183,27 @@ class NodeInfo:
 def node_info(data: Mapping[str, Any]) -> NodeInfo:
     meta = data.get("metadata") or {}
     node = node_from_dict(data)
+    status = data.get("status") or {}
+    conditions = tuple(
+        NodeCondition(_intern(str(c.get("type", ""))), _intern(str(c.get("status", ""))),
+                      parse_time(c.get("lastTransitionTime")))
+        for c in status.get("conditions") or ()
+    )  # fmt: skip
+    raw_taints = (data.get("spec") or {}).get("taints") or ()
     return NodeInfo(
         node=node,
         resource_version=str(meta.get("resourceVersion", "")),
-        ready=_condition(data.get("status") or {}, "Ready") == "True",
+        ready=_condition(status, "Ready") == "True",
         creation_timestamp=parse_time(meta.get("creationTimestamp")),
         deletion_timestamp=parse_time(meta.get("deletionTimestamp")),
+        uid=str(meta.get("uid", "")),
+        finalizers=tuple(str(f) for f in meta.get("finalizers") or ()),
+        owners=tuple(
+            OwnerRef(str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")))
+            for o in meta.get("ownerReferences") or ()
+        ),
+        spec_taints=node.taints[: len(raw_taints)],
+        conditions=conditions,
     )
 
 

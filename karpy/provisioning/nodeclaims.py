@@ -1,0 +1,92 @@
+"""A scheduling decision (`NodeClaimPlan`) written as the NodeClaim object to create.
+
+The object is what Karpenter's ``NodeClaimTemplate.ToNodeClaim`` makes:
+
+* name ``<nodepool>-<5 random characters>``, an owner reference to its NodePool (with
+  ``blockOwnerDeletion``);
+* labels: the NodePool template's labels, ``karpenter.sh/nodepool``, the NodeClass label
+  (``karpenter.k8s.aws/ec2nodeclass``), and values resolved for custom (not well-known)
+  requirement keys; well-known labels such as the zone come later, from the launch;
+* annotations: the template's, the NodePool hash and its version (drift detection) and
+  the plan's own (``karpenter.sh/nodeclaim-min-values-relaxed``, overlay markers);
+* spec: the plan's requirements narrowed to the decision, with its instance types
+  (cheapest first) and capacity types as ``In`` requirements; ``resources.requests`` (the
+  pods plus the DaemonSet overhead it was sized for); taints and startup taints;
+  ``nodeClassRef``, ``expireAfter`` and ``terminationGracePeriod`` from the template.
+
+Unlike Karpenter, the name is chosen here rather than by ``generateName``: a create
+whose answer was lost can then be checked by name instead of creating a second NodeClaim.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any, Final
+
+from karpy.apis.hashes import NODEPOOL_HASH_VERSION
+from karpy.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH_VERSION
+from karpy.apis.resources import format_resource_list
+from karpy.scheduling.templates import SIMULATION_ONLY_KEYS
+
+if TYPE_CHECKING:
+    from karpy.apis.nodepool import NodePool
+    from karpy.scheduling.results import NodeClaimPlan
+    from karpy.scheduling.templates import NodeClaimTemplate
+
+__all__ = ["nodeclaim_for", "random_suffix"]
+
+# apimachinery's generateName alphabet: no vowels (no words), no 0/1/3 (look-alikes).
+_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def random_suffix(rng: random.Random | None = None, length: int = 5) -> str:
+    pick = (rng or random).choice
+    return "".join(pick(_ALPHABET) for _ in range(length))
+
+
+def nodeclaim_for(
+    plan: NodeClaimPlan,
+    nodepool: NodePool,
+    template: NodeClaimTemplate,
+    *,
+    name: str,
+    well_known: frozenset[str],
+) -> dict[str, Any]:
+    """The NodeClaim object for ``plan`` (see the module docstring)."""
+    requirements = plan.launch_requirements().without(*SIMULATION_ONLY_KEYS)
+    labels = {**template.labels, **template.custom_labels(plan.requirements, well_known)}
+    annotations = {
+        **template.annotations,
+        ANNOTATION_NODEPOOL_HASH: nodepool.hash(),
+        ANNOTATION_NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION,
+        **plan.annotations,
+    }
+    template_spec = nodepool.spec.template.spec.to_dict()
+    spec: dict[str, Any] = {
+        "nodeClassRef": template_spec["nodeClassRef"],
+        "expireAfter": template_spec["expireAfter"],
+        "requirements": requirements.to_node_selector(),
+        "resources": {"requests": format_resource_list(plan.requests)},
+    }
+    for field in ("taints", "startupTaints", "terminationGracePeriod"):
+        if field in template_spec:
+            spec[field] = template_spec[field]
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": "karpenter.sh/v1",
+                    "kind": "NodePool",
+                    "name": nodepool.name,
+                    "uid": nodepool.metadata.uid,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": spec,
+    }

@@ -1,0 +1,430 @@
+"""`Provisioner`: one scheduling round per closed batch window, and the NodeClaims it
+decides on.
+
+A round (`Provisioner.reconcile`) runs only on a synced cluster state, one at a time:
+
+1. take a snapshot; drop nominations that ended (`Nominations.prune`);
+2. compile or reuse the scheduling context (`ContextCache`);
+3. build the round's inputs (`build_round_input`): the pods pending now minus those
+   nominated to capacity on its way, plus pods of nodes being deleted;
+4. solve, in a worker thread so the event loop keeps serving watches, leases and probes,
+   bounded by ``SCHEDULING_TIMEOUT``;
+5. create the NodeClaims decided on (bounded concurrency, NodePool limits re-checked
+   against what exists), nominate their pods, and record ``Nominated`` Events; record a
+   ``FailedScheduling`` Event with the scheduler's one-line reason for each pod that
+   cannot be placed;
+6. if the time bound cut the round short, go again at once: what was decided has been
+   created, the next round continues with the rest.
+
+It is a `karpy.reconcile` reconciler with one key: pod and node changes do not queue it
+directly but trigger the `Batcher` (``keys_for``), whose closing window queues the round,
+and the periodic resync (every ``resync`` seconds, 10 by default as Karpenter requeues
+pending pods) queues one while pods are pending, so a pod whose nomination lapsed or
+whose NodeClaim failed is looked at again without any new event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any, Final
+
+from karpy.apis.labels import TAINT_DISRUPTED
+from karpy.apis.nodeclaim import NodeClaim
+from karpy.base.quantity import format_resource
+from karpy.kube.errors import AlreadyExists, KubeError, TransportError
+from karpy.kube.events import Event, ObjectRef
+from karpy.kube.resources import NODECLAIMS
+from karpy.log import describe_error, get_logger, obj_ref
+from karpy.provisioning.contextcache import ContextCache
+from karpy.provisioning.inputs import build_round_input
+from karpy.provisioning.nodeclaims import nodeclaim_for, random_suffix
+from karpy.provisioning.nominations import Nominations
+from karpy.reconcile import DONE, Result, requeue_after
+from karpy.scheduling.solver import Scheduler
+from karpy.scheduling.validation import AVOIDS_KARPENTER
+from karpy.state import kinds
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable, Iterable, Sequence
+
+    from karpy.base.clock import Clock
+    from karpy.cloud.provider import CloudProvider
+    from karpy.cloud.unavailable import UnavailableOfferings
+    from karpy.kube.client import KubeClient
+    from karpy.kube.events import EventRecorder
+    from karpy.observability.karpenter_metrics import KarpenterMetrics
+    from karpy.provisioning.contextcache import CompiledContext
+    from karpy.scheduling.pods import Pod
+    from karpy.scheduling.results import NodeClaimPlan, Results
+    from karpy.settings import Settings
+    from karpy.state.cluster import ClusterState, StateChange
+    from karpy.state.snapshot import StateSnapshot
+
+__all__ = ["Provisioner"]
+
+log = get_logger("provisioner")
+
+ROUND: Final = "round"
+CREATE_CONCURRENCY: Final = 64
+FAILED_SCHEDULING_DEDUPE: Final = 300.0  # seconds
+_NOT_SYNCED_RETRY: Final = 1.0
+_INSTANCE_TYPES_SHOWN: Final = 5
+
+
+class Provisioner:
+    """The reconciler (see the module docstring)."""
+
+    name = "provisioner"
+    watches = frozenset({kinds.POD, kinds.NODE})
+
+    def __init__(
+        self,
+        state: ClusterState,
+        client: KubeClient,
+        provider: CloudProvider,
+        recorder: EventRecorder,
+        settings: Settings,
+        *,
+        trigger: Callable[[Hashable], bool],
+        unavailable: UnavailableOfferings,
+        metrics: KarpenterMetrics | None = None,
+        clock: Clock,
+        nominations: Nominations | None = None,
+    ) -> None:
+        self.state = state
+        self.client = client
+        self.provider = provider
+        self.recorder = recorder
+        self.settings = settings
+        self.trigger = trigger
+        self.metrics = metrics
+        self.clock = clock
+        self.nominations = nominations or Nominations(
+            max(2 * settings.batch_max_duration / 1e9, 10.0)
+        )
+        self.contexts = ContextCache(
+            provider, unavailable, min_values_policy=settings.min_values_policy,
+            overlays_enabled=settings.feature_gates.node_overlay,
+        )  # fmt: skip
+        self.timeout = settings.scheduling_timeout / 1e9
+        self.rounds = 0
+        self._created: dict[str, tuple[NodeClaim, float]] = {}  # not yet seen by the informer
+        self._first_seen: dict[str, float] = {}  # pending pod key -> monotonic first sight
+        self._no_pools_reported = False
+
+    # --- what queues a round ---------------------------------------------------------------
+
+    def keys_for(self, change: StateChange) -> Iterable[str]:
+        new = change.new
+        if new is None:
+            return ()
+        if change.kind == kinds.POD:
+            if new.provisionable:
+                self.trigger(new.pod.uid or change.key)
+        elif _disrupted(new) and (change.old is None or not _disrupted(change.old)):
+            self.trigger(f"node/{change.key}")  # its pods will need a home
+        return ()
+
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
+        return (ROUND,) if snapshot.pending else ()
+
+    # --- the round -----------------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> Result:
+        if not self.state.synced():
+            return requeue_after(_NOT_SYNCED_RETRY)
+        started = time.perf_counter()
+        snapshot = self.state.snapshot()
+        live = self._live_nominations(snapshot)
+        self._note_pending(snapshot)
+        if not snapshot.pending and not _any_deleting(snapshot):
+            self._count_round("nothing_to_do")
+            return DONE
+        compiled = await self.contexts.get(snapshot)
+        extra = [claim for claim, _ in self._created.values()]
+        inputs = build_round_input(snapshot, compiled.types_by_name, nominated=live,
+                                   extra_claims=extra)  # fmt: skip
+        if not inputs.pods:
+            self._count_round("nothing_to_do")
+            return DONE
+        if not compiled.context.pools:
+            self._no_nodepools(inputs.pods, compiled)
+            self._count_round("no_nodepools")
+            return DONE
+        self._no_pools_reported = False
+        scheduler = Scheduler(
+            compiled.context, inputs.cluster, preference_policy=self.settings.preference_policy,
+            reserved_capacity=self.settings.feature_gates.reserved_capacity,
+        )  # fmt: skip
+        results = await asyncio.to_thread(scheduler.solve, inputs.pods, budget=self.timeout)
+        created = await self._create_all(results.new_nodeclaims, snapshot, compiled)
+        self._nominate_existing(results, snapshot)
+        self._report_unschedulable(results)
+        self._observe(results, inputs.pending, created, time.perf_counter() - started,
+                      nominated=inputs.nominated)  # fmt: skip
+        self.rounds += 1
+        if results.deferred:
+            return requeue_after(0)
+        return DONE
+
+    # --- nominations ---------------------------------------------------------------------
+
+    def _live_nominations(self, snapshot: StateSnapshot) -> dict[str, str]:
+        now = self.clock.now().timestamp()
+        for name in [n for n, (_, at) in self._created.items()
+                     if n in snapshot.nodeclaims or self.clock.monotonic() - at > 60]:  # fmt: skip
+            del self._created[name]
+
+        def target_state(target: str) -> tuple[bool, float | None]:
+            claim = snapshot.nodeclaims.get(target)
+            if claim is None and target in self._created:
+                return True, None
+            if claim is None:
+                node = snapshot.nodes.get(target)
+                if node is None or node.deletion_timestamp is not None:
+                    return False, None
+                claim = snapshot.claim_for_node(target)
+                if claim is None:  # a node karpy does not manage
+                    stamp = node.creation_timestamp
+                    return True, stamp.timestamp() if node.ready and stamp else None
+            if claim.metadata.deletion_timestamp is not None:
+                return False, None
+            initialized = claim.status.condition("Initialized")
+            if initialized is not None and initialized.is_true:
+                stamp = initialized.last_transition_time
+                return True, stamp.timestamp() if stamp else now
+            return True, None
+
+        return self.nominations.prune(lambda pod: pod in snapshot.pending, target_state, now)
+
+    def _nominate(self, pods: Sequence[Pod], target: str, kind: str) -> None:
+        self.nominations.nominate((p.key for p in pods), target, self.clock.now().timestamp())
+        message = f"Pod should schedule on: {kind}/{target}"
+        for pod in pods:
+            self._decided(pod.key)
+            self.recorder.publish(Event(_pod_ref(pod), "Normal", "Nominated", message,
+                                        dedupe_values=(pod.uid, target)))  # fmt: skip
+
+    def _nominate_existing(self, results: Results, snapshot: StateSnapshot) -> None:
+        for placement in results.existing_nodes:
+            name = placement.name
+            claim = snapshot.claim_for_node(name) if name in snapshot.nodes else None
+            kind = "node" if name in snapshot.nodes else "nodeclaim"
+            self._nominate(placement.pods, claim.name if claim is not None else name, kind)
+
+    # --- creating NodeClaims -------------------------------------------------------------
+
+    async def _create_all(
+        self, plans: Sequence[NodeClaimPlan], snapshot: StateSnapshot, compiled: CompiledContext
+    ) -> int:
+        if not plans:
+            return 0
+        gate = asyncio.Semaphore(CREATE_CONCURRENCY)
+        usage = _pool_usage(snapshot, self._created)
+
+        async def create(plan: NodeClaimPlan) -> bool:
+            async with gate:
+                return await self._create(plan, snapshot, compiled, usage)
+
+        outcomes = await asyncio.gather(*(create(p) for p in plans))
+        return sum(outcomes)
+
+    async def _create(
+        self,
+        plan: NodeClaimPlan,
+        snapshot: StateSnapshot,
+        compiled: CompiledContext,
+        usage: dict[str, dict[str, int]],
+    ) -> bool:
+        nodepool = snapshot.nodepools.get(plan.nodepool)
+        template = compiled.context.templates.get(plan.nodepool)
+        if nodepool is None or template is None:
+            return False
+        exceeded = _exceeded(nodepool.spec.limits, usage.get(plan.nodepool, {}))
+        if exceeded:
+            self._limit_reached(plan, exceeded)
+            return False
+        well_known = compiled.context.well_known_labels
+        for _ in range(3):  # a name clash is retried with a fresh name
+            name = f"{plan.nodepool}-{random_suffix()}"
+            body = nodeclaim_for(plan, nodepool, template, name=name, well_known=well_known)
+            try:
+                created = await self.client.create(NODECLAIMS, body)
+            except AlreadyExists:
+                continue
+            except TransportError as exc:
+                created = await self.client.try_get(NODECLAIMS, name)  # did it land?
+                if created is None:
+                    log.error("could not create nodeclaim", **obj_ref("NodePool", plan.nodepool),
+                              error=describe_error(exc))  # fmt: skip
+                    return False
+            except KubeError as exc:
+                log.error("could not create nodeclaim", **obj_ref("NodePool", plan.nodepool),
+                          error=describe_error(exc))  # fmt: skip
+                return False
+            self._created_claim(plan, NodeClaim.from_dict(created), usage)
+            return True
+        return False
+
+    def _created_claim(
+        self, plan: NodeClaimPlan, claim: NodeClaim, usage: dict[str, dict[str, int]]
+    ) -> None:
+        self._created[claim.name] = (claim, self.clock.monotonic())
+        pool_usage = usage.setdefault(plan.nodepool, {})
+        for resource, value in plan.instance_type.capacity.items():
+            pool_usage[resource] = pool_usage.get(resource, 0) + value
+        pool_usage["nodes"] = pool_usage.get("nodes", 0) + 1000
+        options = [it.name for it, _ in plan.instance_type_options()]
+        shown = ", ".join(options[:_INSTANCE_TYPES_SHOWN])
+        if len(options) > _INSTANCE_TYPES_SHOWN:
+            shown += f" and {len(options) - _INSTANCE_TYPES_SHOWN} other(s)"
+        log.info("created nodeclaim", **obj_ref("NodePool", plan.nodepool),
+                 **obj_ref("NodeClaim", claim.name), requests=_quantities(plan.requests),
+                 instanceTypes=shown, pods=len(plan.pods))  # fmt: skip
+        if self.metrics is not None:
+            relaxed = "true" if plan.min_values_relaxed else "false"
+            self.metrics.nodeclaims_created.labels("provisioned", plan.nodepool, relaxed).inc()
+        self._nominate(plan.pods, claim.name, "nodeclaim")
+
+    def _limit_reached(self, plan: NodeClaimPlan, exceeded: str) -> None:
+        message = f'nodepool "{plan.nodepool}" has reached its limits: {exceeded}'
+        log.info("nodepool limits reached; not creating nodeclaim",
+                 **obj_ref("NodePool", plan.nodepool), exceeded=exceeded)  # fmt: skip
+        for pod in plan.pods:
+            self._failed(pod, message)
+
+    # --- explaining ------------------------------------------------------------------------
+
+    def _report_unschedulable(self, results: Results) -> None:
+        ignored = 0
+        for item in results.unschedulable:
+            reason = item.render()
+            if reason.startswith("ignored by karpenter"):
+                ignored += 1
+                if AVOIDS_KARPENTER in reason:
+                    continue  # pods that avoid karpenter's nodes get no event, as Karpenter
+            self._failed(item.pod, reason)
+        if self.metrics is not None:
+            self.metrics.ignored_pods.set(ignored)
+
+    def _failed(self, pod: Pod, reason: str) -> None:
+        self._decided(pod.key)
+        self.recorder.publish(Event(
+            _pod_ref(pod), "Warning", "FailedScheduling", f"Failed to schedule pod, {reason}",
+            dedupe_values=(pod.uid, reason), dedupe_timeout=FAILED_SCHEDULING_DEDUPE,
+        ))  # fmt: skip
+
+    def _no_nodepools(self, pods: Sequence[Pod], compiled: CompiledContext) -> None:
+        skipped = {s.template.nodepool: s.reason for s in compiled.context.skipped}
+        reasons = {**skipped, **compiled.unusable}
+        if reasons:
+            detail = "; ".join(f'nodepool "{n}": {r}' for n, r in sorted(reasons.items()))
+            message = f"no nodepool can provision: {detail}"
+        else:
+            message = "no ready nodepools found"
+        if not self._no_pools_reported:
+            log.info("cannot provision: no usable nodepools", pods=len(pods), reason=message)
+            self._no_pools_reported = True
+        for pod in pods:
+            self._failed(pod, message)
+
+    # --- bookkeeping ---------------------------------------------------------------------
+
+    def _note_pending(self, snapshot: StateSnapshot) -> None:
+        now = self.clock.monotonic()
+        seen = self._first_seen
+        for key in [k for k in seen if k not in snapshot.pending]:
+            del seen[key]
+        for key in snapshot.pending:
+            seen.setdefault(key, now)
+
+    def _decided(self, pod_key: str) -> None:
+        first = self._first_seen.pop(pod_key, None)
+        if first is not None and self.metrics is not None:
+            self.metrics.pod_decision_duration.observe(self.clock.monotonic() - first)
+
+    def _count_round(self, outcome: str) -> None:
+        if self.metrics is not None:
+            self.metrics.rounds.labels(outcome).inc()
+
+    def _observe(
+        self, results: Results, pending: int, created: int, seconds: float, *, nominated: int
+    ) -> None:
+        new = sum(len(c.pods) for c in results.new_nodeclaims)
+        existing = sum(len(n.pods) for n in results.existing_nodes)
+        log.info(
+            "provisioning round",
+            pods=results.pods, pending=pending, alreadyNominated=nominated,
+            newNodeClaims=len(results.new_nodeclaims), created=created, podsOnNewNodeClaims=new,
+            podsOnExistingCapacity=existing, unschedulable=len(results.unschedulable),
+            deferred=len(results.deferred), solveSeconds=round(results.seconds, 3),
+            seconds=round(seconds, 3),
+        )  # fmt: skip
+        metrics = self.metrics
+        if metrics is None:
+            return
+        outcome = "deferred" if results.deferred else "launched" if created else "no_launch"
+        metrics.rounds.labels(outcome).inc()
+        metrics.scheduling_duration.labels(self.name).observe(results.seconds)
+        metrics.provisioner_scheduling_duration.observe(results.seconds)
+        metrics.scheduler_queue_depth.labels(self.name, "").set(len(results.deferred))
+        metrics.unschedulable_pods.labels(self.name).set(len(results.unschedulable))
+        for state_name, count in (("pending", pending), ("nominated_new", new),
+                                  ("nominated_existing", existing),
+                                  ("unschedulable", len(results.unschedulable)),
+                                  ("deferred", len(results.deferred))):  # fmt: skip
+            metrics.round_pods.labels(state_name).set(count)
+
+
+def _pod_ref(pod: Pod) -> ObjectRef:
+    return ObjectRef("Pod", pod.name, pod.namespace, pod.uid, "v1")
+
+
+def _disrupted(record: Any) -> bool:
+    node = getattr(record, "node", None)
+    if node is None:
+        return False
+    return any(t.key == TAINT_DISRUPTED and t.effect == "NoSchedule" for t in node.taints)
+
+
+def _any_deleting(snapshot: StateSnapshot) -> bool:
+    return any(
+        info.deletion_timestamp is not None or _disrupted(info) for info in snapshot.nodes.values()
+    )
+
+
+def _pool_usage(
+    snapshot: StateSnapshot, created: dict[str, tuple[NodeClaim, float]]
+) -> dict[str, dict[str, int]]:
+    """Per NodePool, the capacity its NodeClaims have or (not launched yet) were sized
+    for, in milli-units, with ``nodes`` counted too."""
+    usage: dict[str, dict[str, int]] = {}
+    claims = list(snapshot.nodeclaims.values())
+    claims += [c for name, (c, _) in created.items() if name not in snapshot.nodeclaims]
+    for claim in claims:
+        if claim.metadata.deletion_timestamp is not None:
+            continue
+        pool = claim.metadata.labels.get("karpenter.sh/nodepool", "")
+        totals = usage.setdefault(pool, {})
+        for resource, value in (claim.status.capacity or claim.spec.resources.requests).items():
+            totals[resource] = totals.get(resource, 0) + value
+        totals["nodes"] = totals.get("nodes", 0) + 1000
+    return usage
+
+
+def _exceeded(limits: dict[str, int] | Any, usage: dict[str, int]) -> str:
+    """Which limit ``usage`` already exceeds (Karpenter's ``ExceededBy``), or ""."""
+    for resource, limit in sorted(limits.items()):
+        used = usage.get(resource, 0)
+        if used > limit:
+            return f"{resource} {_quantity(resource, used)} > {_quantity(resource, limit)}"
+    return ""
+
+
+def _quantity(resource: str, milli: int) -> str:
+    return format_resource(resource, milli)
+
+
+def _quantities(resources: dict[str, int] | Any) -> dict[str, str]:
+    return {name: _quantity(name, value) for name, value in sorted(resources.items())}
