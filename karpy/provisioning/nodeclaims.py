@@ -3,7 +3,8 @@
 The object is what Karpenter's ``NodeClaimTemplate.ToNodeClaim`` makes:
 
 * name ``<nodepool>-<5 random characters>``, an owner reference to its NodePool (with
-  ``blockOwnerDeletion``);
+  ``blockOwnerDeletion``), and the ``karpenter.sh/termination`` finalizer (Karpenter's
+  lifecycle controller adds it before launching; adding it at creation saves a write);
 * labels: the NodePool template's labels, ``karpenter.sh/nodepool``, the NodeClass label
   (``karpenter.k8s.aws/ec2nodeclass``), and values resolved for custom (not well-known)
   requirement keys; well-known labels such as the zone come later, from the launch;
@@ -24,7 +25,11 @@ import random
 from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.hashes import NODEPOOL_HASH_VERSION
-from karpy.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH_VERSION
+from karpy.apis.labels import (
+    ANNOTATION_NODEPOOL_HASH,
+    ANNOTATION_NODEPOOL_HASH_VERSION,
+    FINALIZER_TERMINATION,
+)
 from karpy.apis.resources import format_resource_list
 from karpy.scheduling.templates import SIMULATION_ONLY_KEYS
 
@@ -76,6 +81,9 @@ def nodeclaim_for(
         "kind": "NodeClaim",
         "metadata": {
             "name": name,
+            # The lifecycle controller would add it first thing; writing it now saves a
+            # write per NodeClaim, and no instance ever exists without it.
+            "finalizers": [FINALIZER_TERMINATION],
             "labels": labels,
             "annotations": annotations,
             "ownerReferences": [

@@ -76,6 +76,7 @@ class OwnerRef:
     kind: str
     name: str
     uid: str = ""
+    api_version: str = ""
 
 
 def _controller(meta: Mapping[str, Any]) -> OwnerRef | None:
@@ -110,6 +111,11 @@ class PodInfo:
     do_not_disrupt: str | None = None  # the annotation's raw value, when present
     ready: bool = False
     deletion_timestamp: datetime | None = None
+    # What a drain reads (karpy.lifecycle.termination): the eviction group, the deadline
+    # rule's grace, and the start a do-not-disrupt duration counts from.
+    priority_class_name: str = ""
+    termination_grace_seconds: int | None = None
+    start_time: datetime | None = None
 
     @property
     def key(self) -> str:
@@ -129,6 +135,7 @@ def pod_info(data: Mapping[str, Any]) -> PodInfo:
     pod = pod_from_dict(data)
     annotations = meta.get("annotations") or {}
     do_not_disrupt = annotations.get(ANNOTATION_DO_NOT_DISRUPT)
+    grace = spec.get("terminationGracePeriodSeconds")
     return PodInfo(
         pod=pod,
         resource_version=str(meta.get("resourceVersion", "")),
@@ -137,6 +144,9 @@ def pod_info(data: Mapping[str, Any]) -> PodInfo:
         do_not_disrupt=None if do_not_disrupt is None else str(do_not_disrupt),
         ready=_condition(status, "Ready") == "True",
         deletion_timestamp=parse_time(meta.get("deletionTimestamp")),
+        priority_class_name=_intern(str(spec.get("priorityClassName") or "")),
+        termination_grace_seconds=None if grace is None else int(grace),
+        start_time=parse_time(status.get("startTime")),
     )
 
 
@@ -199,9 +209,10 @@ def node_info(data: Mapping[str, Any]) -> NodeInfo:
         uid=str(meta.get("uid", "")),
         finalizers=tuple(str(f) for f in meta.get("finalizers") or ()),
         owners=tuple(
-            OwnerRef(str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")))
+            OwnerRef(str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")),
+                     str(o.get("apiVersion", "")))
             for o in meta.get("ownerReferences") or ()
-        ),
+        ),  # fmt: skip
         spec_taints=node.taints[: len(raw_taints)],
         conditions=conditions,
     )

@@ -1,0 +1,84 @@
+"""What every NodeClaim lifecycle step needs, passed as one value.
+
+The steps (launch, registration, initialization, liveness, finalization) are plain
+async functions of a `Lifecycle` and a NodeClaim; keeping their collaborators in one
+frozen record keeps the signatures short and makes every dependency injectable in tests
+(the clock, the cloud provider, the API client, the event recorder, the metrics).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from karpy.apis.labels import FINALIZER_TERMINATION
+from karpy.apis.nodeclaim import NodeClaim
+from karpy.kube.resources import NODECLAIMS
+from karpy.lifecycle import conditions
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from karpy.apis.core import Condition
+    from karpy.base.clock import Clock
+    from karpy.cloud.provider import CloudProvider
+    from karpy.cloud.unavailable import UnavailableOfferings
+    from karpy.kube.client import KubeClient
+    from karpy.kube.events import EventRecorder
+    from karpy.observability.karpenter_metrics import KarpenterMetrics
+    from karpy.state.cluster import ClusterState
+
+__all__ = ["Lifecycle"]
+
+
+@attrs.frozen(slots=True, eq=False)
+class Lifecycle:
+    state: ClusterState
+    client: KubeClient
+    provider: CloudProvider
+    recorder: EventRecorder
+    unavailable: UnavailableOfferings
+    clock: Clock
+    metrics: KarpenterMetrics | None = None
+
+    async def set_conditions(
+        self,
+        claim: NodeClaim,
+        *updates: tuple[str, str, str, str],
+        fields: Mapping[str, Any] | None = None,
+    ) -> NodeClaim:
+        """Set conditions ``(type, status, reason, message)`` and status ``fields`` on
+        ``claim`` (one write, only when something changes); the claim as written."""
+        current = claim.status.conditions
+        now = self.clock.now()
+        for type_, status, reason, message in updates:
+            current = conditions.set_condition(
+                current, type_, status, now=now, reason=reason, message=message,
+                generation=claim.metadata.generation,
+            )  # fmt: skip
+        if current == claim.status.conditions and not fields:
+            return claim
+        written = await conditions.patch_status(self.client, claim, conditions=current,
+                                                fields=fields)  # fmt: skip
+        return NodeClaim.from_dict(written)
+
+    async def patch_metadata(self, claim: NodeClaim, metadata: Mapping[str, Any]) -> NodeClaim:
+        """Merge-patch ``metadata`` of ``claim`` with its resourceVersion (409 if stale)."""
+        patch = {"metadata": {**metadata, "resourceVersion": claim.metadata.resource_version}}
+        written = await self.client.patch(NODECLAIMS, claim.name, patch)
+        return NodeClaim.from_dict(written)
+
+    async def remove_finalizer(self, claim: NodeClaim) -> NodeClaim | None:
+        """Drop ``karpenter.sh/termination`` (other finalizers kept); None once gone."""
+        remaining = [f for f in claim.metadata.finalizers if f != FINALIZER_TERMINATION]
+        written = await self.client.patch(
+            NODECLAIMS, claim.name,
+            {"metadata": {"finalizers": remaining or None,
+                          "resourceVersion": claim.metadata.resource_version}},
+        )  # fmt: skip
+        return NodeClaim.from_dict(written) if written else None
+
+
+def condition_of(claim: NodeClaim, type_: str) -> Condition | None:
+    return claim.status.condition(type_)
