@@ -9,6 +9,10 @@ Sub-commands (each a function pair below, registered in `SUBCOMMANDS`):
   the example NodePool and EC2NodeClass, a few unschedulable pods, and ``karpy
   controller`` running against it (`karpy.sandbox.demo`); ``--no-controller`` leaves the
   controller out.
+- ``karpy sandbox cluster --kubeconfig PATH``: the emulator with stand-ins for
+  kube-scheduler, kube-controller-manager and the kubelets (`karpy.sandbox.cluster`);
+  prints ``kubeconfig: PATH`` once serving and runs until SIGINT/SIGTERM. It never
+  starts karpy: run ``karpy controller`` against the kubeconfig.
 """
 
 from __future__ import annotations
@@ -163,6 +167,90 @@ def _run(args: argparse.Namespace) -> int:
     return asyncio.run(_serve(args, banner, workload))
 
 
+def _add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free port)")
+    parser.add_argument(
+        "--crds",
+        action="append",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help=f"directory or file of CRD manifests to load (repeatable; default {REPO_CRDS})",
+    )
+    parser.add_argument(
+        "--kubeconfig", type=Path, default=None, help="where to write the kubeconfig"
+    )
+    parser.add_argument(
+        "--node-ready-delay",
+        type=float,
+        default=0.5,
+        metavar="SECONDS",
+        help="seconds from a Node's creation to its kubelet reporting Ready (default 0.5)",
+    )
+    parser.add_argument(
+        "--pod-start-delay",
+        type=float,
+        default=0.5,
+        metavar="SECONDS",
+        help="seconds from a pod's binding to it Running (default 0.5)",
+    )
+    parser.add_argument(
+        "--max-pod-grace-seconds",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="cap on how long a graceful pod deletion takes (default: its grace period)",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every request (debug)")
+
+
+async def _serve_cluster(args: argparse.Namespace) -> int:
+    # Imported here so `karpy sandbox --help` stays instant.
+    from karpy.sandbox.cluster import SandboxCluster  # noqa: PLC0415
+
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        raise UsageError(f"--host {args.host}: the sandbox cluster only listens on loopback")
+    for name in ("node_ready_delay", "pod_start_delay", "max_pod_grace_seconds"):
+        value = getattr(args, name)
+        if value is not None and value < 0:
+            raise UsageError(f"--{name.replace('_', '-')} {value}: must be zero or more")
+    for path in args.crds or ():
+        if not path.exists():
+            raise UsageError(f"--crds {path}: no such file or directory")
+    cluster = SandboxCluster(
+        host=args.host,
+        port=args.port,
+        crd_dirs=args.crds,
+        node_ready_delay=args.node_ready_delay,
+        pod_start_delay=args.pod_start_delay,
+        max_pod_grace_seconds=args.max_pod_grace_seconds,
+    )
+    try:
+        await cluster.start()
+    except OSError as exc:
+        await cluster.stop()
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        kubeconfig = args.kubeconfig or (
+            Path(tempfile.mkdtemp(prefix="karpy-sandbox-")) / "kubeconfig"
+        )
+        cluster.write_kubeconfig(kubeconfig)
+        print(f"kubeconfig: {kubeconfig}", flush=True)
+        await stop.wait()
+    finally:
+        await cluster.stop()
+    return 0
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    return asyncio.run(_serve_cluster(args))
+
+
 SUBCOMMANDS: dict[
     str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 ] = {
@@ -171,6 +259,12 @@ SUBCOMMANDS: dict[
         "run the sandbox cluster and karpy on it (what `make run` starts)",
         _add_run_arguments,
         _run,
+    ),
+    "cluster": (
+        "run the sandbox cluster: the emulator with kube-scheduler, kube-controller-manager "
+        "and kubelet stand-ins (not karpy)",
+        _add_cluster_arguments,
+        _cluster,
     ),
 }
 

@@ -12,6 +12,17 @@ from another process (the ``karpy controller`` subprocess, a kubectl run):
     PUT    /_emulator/bookmark-period       {seconds}
     GET    /_emulator/state                 objects, history and watchers per resource
     GET    /_emulator/requests              request counts by "METHOD /path"
+
+and, for chaos tests of a running sandbox cluster (``kubectl create --raw
+/sandbox/v1/faults -f body.json``), one endpoint that takes an action:
+
+    POST   /sandbox/v1/faults   {"action": "drop-watches"}   cut every open watch stream
+                                {"action": "compact"}        forget history: resumes get 410
+                                {"action": "fail", "method": "GET", "path": "/api/v1/pods",
+                                 "status": 500, "count": 5}  the next matching requests fail
+
+It is a front for the same operations as ``/_emulator/`` (`APIServer.drop_watches`,
+`APIServer.compact`, `Faults.add`); neither prefix is subject to injected faults.
 """
 
 from __future__ import annotations
@@ -39,7 +50,10 @@ class Controls:
         raw = await request.read()
         if not raw.strip():
             return {}
-        body = orjson.loads(raw)
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise errors.bad_request(f"control requests take a JSON object: {exc}") from None
         if not isinstance(body, dict):
             raise errors.bad_request("control requests take a JSON object")
         return body
@@ -88,3 +102,45 @@ class Controls:
         if route == "/requests" and method == "GET":
             return _json(server.frontend.request_counts)
         raise errors.no_such_route()
+
+    async def sandbox_faults(self, request: web.Request, path: str) -> web.StreamResponse:
+        """``POST /sandbox/v1/faults``: one fault action, described in the module docstring."""
+        if path != SANDBOX_FAULTS:
+            raise errors.no_such_route()
+        if request.method != "POST":
+            raise errors.method_not_allowed(request.method)
+        body = await self._body(request)
+        action = body.get("action")
+        server = self.server
+        if action == "drop-watches":
+            return _json({"action": action, "dropped": server.drop_watches(abrupt=True)})
+        if action == "compact":
+            return _json({"action": action, "resourceVersion": server.compact()})
+        if action == "fail":
+            method, path_glob, status, count = _failure(body)
+            fault = server.faults.add(method, path_glob, status=status, count=count)
+            return _json({"action": action, "fault": fault.describe()}, 201)
+        raise errors.bad_request(
+            f"unknown fault action {action!r}: use one of {', '.join(SANDBOX_ACTIONS)}"
+        )
+
+
+SANDBOX_FAULTS = "/sandbox/v1/faults"
+SANDBOX_ACTIONS = ("drop-watches", "compact", "fail")
+
+
+def _failure(body: dict[str, Any]) -> tuple[str, str, int, int | None]:
+    """The ``fail`` action's fields, checked: method, path glob, status, count."""
+    method = body.get("method", "*")
+    path = body.get("path")
+    status = body.get("status", 500)
+    count = body.get("count", 1)
+    if not isinstance(method, str) or not method:
+        raise errors.bad_request('"method" must be an HTTP method such as "GET", or "*"')
+    if not isinstance(path, str) or not path.startswith(("/", "*")):
+        raise errors.bad_request('"path" must be a URL path or glob, such as "/api/v1/pods*"')
+    if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
+        raise errors.bad_request('"status" must be an HTTP error code from 400 to 599')
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+        raise errors.bad_request('"count" must be a positive number of requests, or null for all')
+    return method.upper() if method != "*" else method, path, status, count

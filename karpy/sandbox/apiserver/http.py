@@ -98,7 +98,7 @@ class Frontend:
         key = f"{request.method} {path}"
         self.request_counts[key] = self.request_counts.get(key, 0) + 1
         log.debug("request %s %s", request.method, request.path_qs)
-        if not path.startswith("/_emulator"):
+        if not path.startswith(("/_emulator", "/sandbox/")):
             fault = self.server.faults.take(request.method, path, is_watch)
             if fault is not None:
                 if fault.action == "latency":
@@ -134,6 +134,8 @@ class Frontend:
             return simple
         if path.startswith("/_emulator"):
             return await self.server.controls.handle(request, path)
+        if path.startswith("/sandbox/"):
+            return await self.server.controls.sandbox_faults(request, path)
         if path.startswith("/openapi/v3"):
             return self._openapi(request, path)
         parts = [p for p in path.split("/") if p]

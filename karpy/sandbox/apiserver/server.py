@@ -43,6 +43,7 @@ from karpy.sandbox.apiserver.pods import EmulatedKubelet, PodBehavior, PodTermin
 from karpy.sandbox.apiserver.scale import ScaleSubresource
 from karpy.sandbox.apiserver.storageclass import PersistentVolumeClaimBehavior
 from karpy.sandbox.apiserver.store import Store
+from karpy.sandbox.apiserver.workloads import WORKLOAD_DEFAULTS, DefaultingBehavior
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -111,6 +112,8 @@ class APIServer:
         self.api.behaviors[("", "namespaces")] = NamespaceBehavior()
         self.api.behaviors[("", "persistentvolumeclaims")] = PersistentVolumeClaimBehavior()
         self.api.behaviors[("apiextensions.k8s.io", "customresourcedefinitions")] = CRDBehavior()
+        for resource, defaulter in WORKLOAD_DEFAULTS.items():
+            self.api.behaviors[resource] = DefaultingBehavior(defaulter)
         self.api.namespace_check = self.namespaces.admit
         self.store_state.hooks.extend(
             [

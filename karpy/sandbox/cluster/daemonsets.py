@@ -1,0 +1,259 @@
+"""kube-controller-manager's DaemonSet controller, in process.
+
+One pod per node the DaemonSet's pod fits: its node selector and required node affinity
+match the node, and it tolerates the node's ``NoSchedule`` and ``NoExecute`` taints —
+with the tolerations upstream adds to every daemon pod (``not-ready`` and
+``unreachable`` for NoExecute; ``disk-pressure``, ``memory-pressure``, ``pid-pressure``
+and ``unschedulable`` for NoSchedule; ``network-unavailable`` for host-network pods),
+which are also written into the pods. Resources are not checked, as upstream leaves that
+to the kubelet. A pod stays on a node as long as selector and affinity match and it
+tolerates the ``NoExecute`` taints (a new NoSchedule taint does not evict it); otherwise
+it is deleted, as are extra, failed and outdated pods (a changed template replaces pods
+node by node, at once rather than by ``maxUnavailable``).
+
+Pods are created already bound (``spec.nodeName``), not through the scheduler with a
+``metadata.name`` node affinity as upstream does since 1.12: karpy's scheduler sets
+matchFields pods aside, and the effect — one pod pinned to each node — is the same.
+
+The work is keyed per (DaemonSet, node): a node event costs one check per DaemonSet, not a
+pass over 8,000 nodes; a DaemonSet change walks every node once. The status counts
+(``desiredNumberScheduled``, ``currentNumberScheduled``, ``numberMisscheduled``,
+``numberReady``, ``numberAvailable``, ``numberUnavailable``, ``updatedNumberScheduled``,
+``observedGeneration``) need every node, so they are recomputed at most every
+``status_delay`` seconds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from karpy.sandbox.apiserver.errors import APIError
+from karpy.sandbox.cluster import facts
+from karpy.sandbox.cluster.nodematch import node_accepts
+from karpy.sandbox.cluster.podtemplate import REVISION_HASH_LABEL, pod_from_template, template_hash
+from karpy.sandbox.cluster.workqueue import WorkQueue
+from karpy.scheduling.taints import Toleration, first_untolerated, taint_from_dict
+
+if TYPE_CHECKING:
+    from karpy.sandbox.apiserver.kinds import Kind
+    from karpy.sandbox.apiserver.store import Change, Entry, Key
+    from karpy.sandbox.cluster.access import ClusterAccess
+    from karpy.sandbox.cluster.ownership import Ownership
+
+DAEMONSETS = ("apps", "daemonsets")
+NODES = ("", "nodes")
+PODS = ("", "pods")
+GENERATION_LABEL: Final = "pod-template-generation"
+DEFAULT_TOLERATIONS: Final = (
+    ("node.kubernetes.io/not-ready", "NoExecute"),
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+    ("node.kubernetes.io/unschedulable", "NoSchedule"),
+)
+HOST_NETWORK_TOLERATION: Final = ("node.kubernetes.io/network-unavailable", "NoSchedule")
+
+# Work keys: a whole DaemonSet, one (DaemonSet, node) pair, or a DaemonSet's status.
+DaemonSetKey = tuple[str, str, str, str]  # (what, namespace, name, node or "")
+
+
+def daemon_tolerations(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod's tolerations plus the ones upstream adds to every daemon pod."""
+    tolerations = [dict(t) for t in pod_spec.get("tolerations") or () if isinstance(t, dict)]
+    defaults = list(DEFAULT_TOLERATIONS)
+    if pod_spec.get("hostNetwork"):
+        defaults.append(HOST_NETWORK_TOLERATION)
+    for key, effect in defaults:
+        if not any(t.get("key") == key and t.get("effect") == effect for t in tolerations):
+            tolerations.append({"key": key, "operator": "Exists", "effect": effect})
+    return tolerations
+
+
+def placement(pod_spec: dict[str, Any], node: facts.Obj) -> tuple[bool, bool]:
+    """(should run, may keep running) for a daemon pod with ``pod_spec`` on ``node``."""
+    meta = facts.meta(node)
+    if not node_accepts(pod_spec, facts.labels(node), str(meta.get("name", ""))):
+        return False, False
+    tolerations = [Toleration.from_dict(t) for t in daemon_tolerations(pod_spec)]
+    taints = [taint_from_dict(t) for t in facts.spec(node).get("taints") or ()]
+    hard = [t for t in taints if t.effect in ("NoSchedule", "NoExecute")]
+    evicting = [t for t in taints if t.effect == "NoExecute"]
+    keep = first_untolerated(evicting, tolerations) is None
+    run = keep and first_untolerated(hard, tolerations) is None and not facts.is_deleting(node)
+    return run, keep
+
+
+class DaemonSetController:
+    def __init__(
+        self, access: ClusterAccess, ownership: Ownership, *, status_delay: float = 0.3
+    ) -> None:
+        self.access = access
+        self.ownership = ownership
+        self.status_delay = status_delay
+        self.queue: WorkQueue[DaemonSetKey] = WorkQueue("daemonset-controller", self.sync)
+        # DaemonSet uid -> node name -> keys of its pods there
+        self._pods: dict[str, dict[str, set[Key]]] = {}
+
+    # -- events ------------------------------------------------------------------------
+
+    def on_change(self, kind: Kind, change: Change) -> None:
+        if kind.key == DAEMONSETS:
+            if change.type != "DELETED" and not _status_only(change):
+                self.queue.add(("daemonset", *change.key, ""))
+        elif kind.key == NODES:
+            if change.prev is None or change.type == "DELETED" or _node_changed(change):
+                for entry in self.access.entries(self.access.daemonsets):
+                    meta = entry.obj["metadata"]
+                    self.queue.add(("node", meta["namespace"], meta["name"], change.key[1]))
+        elif kind.key == PODS:
+            if change.prev is not None:
+                self._index(change.key, change.prev.obj, add=False)
+            if change.type != "DELETED":
+                self._index(change.key, change.entry.obj, add=True)
+            owner = facts.controlled_by(change.entry.obj, "DaemonSet")
+            ref = self.ownership.ref_of(owner) if owner else None
+            if ref is not None and ref[0] == DAEMONSETS:
+                node = facts.node_name(change.entry.obj)
+                self.queue.add(("node", ref[1], ref[2], node) if node else ("status", *ref[1:], ""))
+
+    def _index(self, key: Key, pod: facts.Obj, *, add: bool) -> None:
+        owner = facts.controlled_by(pod, "DaemonSet")
+        if owner is None:
+            return
+        by_node = self._pods.setdefault(owner, {})
+        node = facts.node_name(pod)
+        if add:
+            by_node.setdefault(node, set()).add(key)
+            return
+        members = by_node.get(node)
+        if members is not None:
+            members.discard(key)
+            if not members:
+                del by_node[node]
+        if not by_node:
+            del self._pods[owner]
+
+    def resync(self) -> None:
+        for entry in self.access.entries(self.access.daemonsets):
+            meta = entry.obj["metadata"]
+            self.queue.add(("daemonset", meta["namespace"], meta["name"], ""))
+
+    # -- reconcile ---------------------------------------------------------------------
+
+    def sync(self, key: DaemonSetKey) -> float | None:
+        what, namespace, name, node = key
+        entry = self.access.entry(self.access.daemonsets, namespace, name)
+        if entry is None:
+            return None
+        if what == "status":
+            self._write_status(entry)
+            return None
+        if not facts.is_deleting(entry.obj):
+            nodes = [node] if what == "node" else [
+                e.obj["metadata"]["name"] for e in self.access.entries(self.access.nodes)
+            ]  # fmt: skip
+            for node_name in nodes:
+                self._sync_node(entry.obj, node_name)
+        self.queue.add_after(("status", namespace, name, ""), self.status_delay)
+        return None
+
+    def pods_on(self, daemonset: facts.Obj, node: str) -> list[Entry]:
+        keys = self._pods.get(facts.uid(daemonset), {}).get(node, ())
+        pods = self.access.state(self.access.pods).objects
+        return [pods[k] for k in sorted(keys) if k in pods]
+
+    def _sync_node(self, daemonset: facts.Obj, node_name: str) -> None:
+        template = facts.spec(daemonset).get("template") or {}
+        pod_spec = template.get("spec") or {}
+        node = self.access.entry(self.access.nodes, "", node_name)
+        run, keep = placement(pod_spec, node.obj) if node is not None else (False, False)
+        digest = template_hash(template)
+        live: list[Entry] = []
+        for pod in self.pods_on(daemonset, node_name):
+            obj = pod.obj
+            if facts.is_deleting(obj):
+                continue
+            outdated = facts.labels(obj).get(REVISION_HASH_LABEL) != digest
+            if facts.pod_is_terminal(obj) or outdated or not keep:
+                self._delete(pod)
+            else:
+                live.append(pod)
+        for extra in sorted(live, key=lambda e: e.obj["metadata"]["creationTimestamp"])[1:]:
+            self._delete(extra)
+        if run and not live:
+            self._create(daemonset, template, digest, node_name)
+
+    def _create(
+        self, daemonset: facts.Obj, template: dict[str, Any], digest: str, node: str
+    ) -> None:
+        generation = str(facts.meta(daemonset).get("generation") or 1)
+        pod = pod_from_template(
+            daemonset,
+            template,
+            extra_labels={REVISION_HASH_LABEL: digest, GENERATION_LABEL: generation},
+        )
+        pod["spec"]["nodeName"] = node
+        pod["spec"]["tolerations"] = daemon_tolerations(pod["spec"])
+        self.access.create(self.access.pods, pod)
+
+    def _delete(self, pod: Entry) -> None:
+        try:
+            self.access.delete(self.access.pods, pod)
+        except APIError as err:
+            if err.code != 404:
+                raise
+
+    def _write_status(self, entry: Entry) -> None:
+        daemonset = entry.obj
+        template = facts.spec(daemonset).get("template") or {}
+        pod_spec = template.get("spec") or {}
+        digest = template_hash(template)
+        desired = current = misscheduled = ready = updated = 0
+        for node in self.access.entries(self.access.nodes):
+            run, _ = placement(pod_spec, node.obj)
+            live = [
+                p.obj
+                for p in self.pods_on(daemonset, node.obj["metadata"]["name"])
+                if facts.pod_is_active(p.obj)
+            ]
+            if run:
+                desired += 1
+                if live:
+                    current += 1
+                    ready += any(facts.pod_is_ready(p) for p in live)
+                    updated += any(facts.labels(p).get(REVISION_HASH_LABEL) == digest for p in live)
+            elif live:
+                misscheduled += 1
+        counts = {
+            "currentNumberScheduled": current,
+            "numberMisscheduled": misscheduled,
+            "desiredNumberScheduled": desired,
+            "numberReady": ready,
+            "observedGeneration": int(facts.meta(daemonset).get("generation") or 0),
+            "updatedNumberScheduled": updated,
+            "numberAvailable": ready,
+            "numberUnavailable": desired - ready,
+        }
+        required = ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled",
+                    "numberReady")  # fmt: skip
+        status = {k: v for k, v in counts.items() if v or k in required}
+        self.access.write_status(self.access.daemonsets, entry, status)
+
+
+def _status_only(change: Change) -> bool:
+    if change.prev is None:
+        return False
+    old, new = change.prev.obj, change.entry.obj
+    return old.get("spec") == new.get("spec") and facts.is_deleting(old) == facts.is_deleting(new)
+
+
+def _node_changed(change: Change) -> bool:
+    """A node change that can change where daemons run (labels, taints, deletion)."""
+    assert change.prev is not None
+    old, new = change.prev.obj, change.entry.obj
+    return (
+        facts.labels(old) != facts.labels(new)
+        or facts.spec(old).get("taints") != facts.spec(new).get("taints")
+        or facts.is_deleting(old) != facts.is_deleting(new)
+    )
