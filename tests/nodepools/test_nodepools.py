@@ -1,0 +1,104 @@
+"""NodePool readiness, counter and hash controllers against the API server emulator."""
+
+from __future__ import annotations
+
+from karpy.apis.nodepool import NodePool
+from karpy.base.clock import SYSTEM_CLOCK
+from karpy.nodepools.counter import NodePoolCounter
+from karpy.nodepools.hash import NodePoolHash
+from karpy.nodepools.readiness import NodePoolReadiness
+from tests import factories as f
+from tests.fixtures.cluster import EXAMPLE_NODECLASS, controller_world
+
+
+def conditions(apiserver, name: str) -> dict[str, tuple[str, str]]:
+    pool = apiserver.store.get("nodepools.karpenter.sh", name)
+    return {c["type"]: (c["status"], c["reason"])
+            for c in (pool.get("status") or {}).get("conditions", [])}  # fmt: skip
+
+
+READY = {"type": "Ready", "status": "True", "reason": "Ready", "message": "",
+         "lastTransitionTime": "2025-01-01T00:00:00Z"}  # fmt: skip
+
+
+def mark_ready(apiserver, name: str = "default") -> None:
+    nodeclass = apiserver.store.get("ec2nodeclasses.karpenter.k8s.aws", name)
+    nodeclass["status"] = {"conditions": [READY]}
+    apiserver.store.update_status("ec2nodeclasses.karpenter.k8s.aws", nodeclass)
+
+
+def create_with_status(apiserver, resource: str, obj: dict) -> None:
+    created = apiserver.store.create(resource, obj)
+    created["status"] = obj["status"]
+    apiserver.store.update_status(resource, created)
+
+
+async def test_a_pool_whose_nodeclass_is_missing_says_so_and_becomes_ready_with_it(apiserver):
+    apiserver.store.create("nodepools.karpenter.sh", f.nodepool("general"))
+    async with controller_world(apiserver) as world:
+        readiness = NodePoolReadiness(world.state, world.client, world.recorder,
+                                      clock=SYSTEM_CLOCK)  # fmt: skip
+        await readiness.reconcile("general")
+        assert conditions(apiserver, "general") == {
+            "NodeClassReady": ("False", "NodeClassNotFound"),
+            "ValidationSucceeded": ("True", "ValidationSucceeded"),
+            "Ready": ("False", "NodeClassNotFound"),
+        }
+        apiserver.store.create("ec2nodeclasses.karpenter.k8s.aws", EXAMPLE_NODECLASS)
+        mark_ready(apiserver)
+        await world.settled()
+        await readiness.reconcile("general")
+        assert conditions(apiserver, "general")["Ready"] == ("True", "Ready")
+        await world.settled()
+        before = apiserver.store.get("nodepools.karpenter.sh", "general")["metadata"]
+        await readiness.reconcile("general")
+        after = apiserver.store.get("nodepools.karpenter.sh", "general")["metadata"]
+        assert after["resourceVersion"] == before["resourceVersion"], "no write when unchanged"
+
+
+async def test_a_pool_failing_runtime_validation_is_not_ready(apiserver):
+    apiserver.store.create("ec2nodeclasses.karpenter.k8s.aws", EXAMPLE_NODECLASS)
+    mark_ready(apiserver)
+    budget = {"nodes": "1", "schedule": "0 0 * * 7", "duration": "1h"}
+    pool = f.nodepool("weekly", disruption={"consolidationPolicy": "WhenEmpty",
+                                            "consolidateAfter": "0s", "budgets": [budget]})  # fmt: skip
+    apiserver.store.create("nodepools.karpenter.sh", pool)
+    async with controller_world(apiserver) as world:
+        readiness = NodePoolReadiness(world.state, world.client, world.recorder,
+                                      clock=SYSTEM_CLOCK)  # fmt: skip
+        await readiness.reconcile("weekly")
+        found = conditions(apiserver, "weekly")
+        assert found["ValidationSucceeded"] == ("False", "NodePoolValidationFailed")
+        assert found["Ready"][0] == "False"
+
+
+async def test_the_counter_sums_the_pools_nodeclaims(apiserver):
+    apiserver.store.create("nodepools.karpenter.sh", f.nodepool("general"))
+    for name, cpu in (("a", "4"), ("b", "8")):
+        create_with_status(apiserver, "nodeclaims.karpenter.sh", f.nodeclaim(
+            f"general-{name}", nodepool="general", capacity={"cpu": cpu, "memory": "16Gi"},
+            launched=False))  # fmt: skip
+    create_with_status(apiserver, "nodeclaims.karpenter.sh", f.nodeclaim(
+        "other-c", nodepool="other", capacity={"cpu": "2"}, launched=False))  # fmt: skip
+    async with controller_world(apiserver) as world:
+        counter = NodePoolCounter(world.state, world.client, clock=SYSTEM_CLOCK)
+        await counter.reconcile("general")
+        status = apiserver.store.get("nodepools.karpenter.sh", "general")["status"]
+        assert status["nodes"] == 2
+        assert status["resources"] == {"cpu": "12", "memory": "32Gi", "nodes": "2"}
+        assert NodePool.from_dict(apiserver.store.get("nodepools.karpenter.sh", "general"))
+
+
+async def test_the_hash_annotation_is_written_once(apiserver):
+    apiserver.store.create("nodepools.karpenter.sh", f.nodepool("general"))
+    async with controller_world(apiserver) as world:
+        hashing = NodePoolHash(world.state, world.client)
+        await hashing.reconcile("general")
+        pool = apiserver.store.get("nodepools.karpenter.sh", "general")
+        expected = NodePool.from_dict(pool).hash()
+        assert pool["metadata"]["annotations"]["karpenter.sh/nodepool-hash"] == expected
+        assert pool["metadata"]["annotations"]["karpenter.sh/nodepool-hash-version"] == "v3"
+        await world.settled()
+        await hashing.reconcile("general")
+        again = apiserver.store.get("nodepools.karpenter.sh", "general")
+        assert again["metadata"]["resourceVersion"] == pool["metadata"]["resourceVersion"]
