@@ -60,8 +60,9 @@ async def test_a_pool_failing_runtime_validation_is_not_ready(apiserver):
     apiserver.store.create("ec2nodeclasses.karpenter.k8s.aws", EXAMPLE_NODECLASS)
     mark_ready(apiserver)
     budget = {"nodes": "1", "schedule": "0 0 * * 7", "duration": "1h"}
-    pool = f.nodepool("weekly", disruption={"consolidationPolicy": "WhenEmpty",
-                                            "consolidateAfter": "0s", "budgets": [budget]})  # fmt: skip
+    disruption = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s",
+                  "budgets": [budget]}  # fmt: skip
+    pool = f.nodepool("weekly", disruption=disruption)
     apiserver.store.create("nodepools.karpenter.sh", pool)
     async with controller_world(apiserver) as world:
         readiness = NodePoolReadiness(world.state, world.client, world.recorder,
