@@ -85,11 +85,13 @@ class ClusterAccess:
         return self.api.update(view, key[0] or None, key[1], new)
 
     def write_status(self, view: View, entry: Entry, status: dict[str, Any]) -> Obj | None:
-        """PUT /status unless the status is already ``status``; returns the new object."""
+        """PUT /status unless the status is already ``status``; returns the new object.
+
+        A status write takes everything but the status from the stored object, so only
+        the status is sent (copied: stored objects never share parts with callers)."""
         if entry.obj.get("status") == status:
             return None
-        new = orjson.loads(entry.raw)
-        new["status"] = status
+        new = {"metadata": {}, "status": orjson.loads(orjson.dumps(status))}
         return self.api.apply_update(view, _key(entry), new, entry, subresource="status")
 
     def merge_patch(

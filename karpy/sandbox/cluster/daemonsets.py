@@ -111,11 +111,16 @@ class DaemonSetController:
                 self._index(change.key, change.prev.obj, add=False)
             if change.type != "DELETED":
                 self._index(change.key, change.entry.obj, add=True)
-            owner = facts.controlled_by(change.entry.obj, "DaemonSet")
+            pod = change.entry.obj
+            owner = facts.controlled_by(pod, "DaemonSet")
             ref = self.ownership.ref_of(owner) if owner else None
-            if ref is not None and ref[0] == DAEMONSETS:
-                node = facts.node_name(change.entry.obj)
-                self.queue.add(("node", ref[1], ref[2], node) if node else ("status", *ref[1:], ""))
+            if ref is None or ref[0] != DAEMONSETS:
+                return
+            node = facts.node_name(pod)
+            if node and (change.prev is None or change.type == "DELETED" or _placed(change)):
+                self.queue.add(("node", ref[1], ref[2], node))
+            else:
+                self.queue.add_after(("status", ref[1], ref[2], ""), self.status_delay)
 
     def _index(self, key: Key, pod: facts.Obj, *, add: bool) -> None:
         owner = facts.controlled_by(pod, "DaemonSet")
@@ -246,6 +251,17 @@ def _status_only(change: Change) -> bool:
         return False
     old, new = change.prev.obj, change.entry.obj
     return old.get("spec") == new.get("spec") and facts.is_deleting(old) == facts.is_deleting(new)
+
+
+def _placed(change: Change) -> bool:
+    """A daemon pod change the per-node sync must see: it finished, is going, or moved."""
+    assert change.prev is not None
+    old, new = change.prev.obj, change.entry.obj
+    return (
+        facts.pod_is_active(old) != facts.pod_is_active(new)
+        or facts.node_name(old) != facts.node_name(new)
+        or facts.labels(old) != facts.labels(new)
+    )
 
 
 def _node_changed(change: Change) -> bool:

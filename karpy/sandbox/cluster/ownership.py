@@ -41,6 +41,8 @@ class Ownership:
     def on_change(self, kind: Kind, change: Change) -> None:
         ref: Ref = (kind.storage_key, *change.key)
         if change.prev is not None:
+            if change.type == "MODIFIED" and _same_identity(change.prev.obj, change.entry.obj):
+                return  # most writes: status, labels, spec — not who owns whom
             self._remove(ref, change.prev.obj)
         if change.type != "DELETED":
             self._add(ref, change.entry.obj)
@@ -74,3 +76,11 @@ class Ownership:
                 members.discard(ref)
                 if not members:
                     del self._dependents[owner]
+
+
+def _same_identity(old: Obj, new: Obj) -> bool:
+    old_meta, new_meta = old["metadata"], new["metadata"]
+    return bool(
+        old_meta.get("uid") == new_meta.get("uid")
+        and old_meta.get("ownerReferences") == new_meta.get("ownerReferences")
+    )

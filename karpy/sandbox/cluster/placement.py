@@ -18,11 +18,10 @@ pods against 8,000 nodes:
    claims) are placed against all schedulable nodes.
 2. **Incremental solve** — every other pending pod already failed against every node at
    some earlier pass, so it is tried only against the *dirty* nodes (joined, changed or
-   freed since), and only as many pods of each group of identical pods as could possibly
-   fit there (per node, the fewest of free/requested over the group's resources): a
-   deployment of 4,000 pods offers a hundred to three new nodes, not 4,000. When a group
-   fills every pod it offered, the pass reports `PassResult.saturated` and the dirty nodes
-   are tried again.
+   freed since), and only as many pods of each group of identical pods as could fit
+   there (`offers`): a deployment of 4,000 pods offers a hundred to three new nodes, not
+   4,000. When room may be left over, the pass reports `PassResult.saturated` and the
+   dirty nodes are tried again.
 
 Records are projected from stored dicts once per object version (``pod_from_dict``,
 ``node_from_dict``) and cached; a binding or status change re-projects a pod by copying
@@ -41,6 +40,7 @@ import orjson
 from karpy.apis.labels import AWS_WELL_KNOWN_LABELS, LABEL_HOSTNAME
 from karpy.base.quantity import QuantityError
 from karpy.sandbox.cluster import facts
+from karpy.sandbox.cluster.offers import offer
 from karpy.sandbox.cluster.unschedulable import NodeCensus, explain
 from karpy.scheduling.context import build_context
 from karpy.scheduling.daemonsets import daemonset_pod, daemonset_pods
@@ -56,7 +56,7 @@ from karpy.scheduling.volumes import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from karpy.sandbox.apiserver.store import Entry, Key
     from karpy.sandbox.cluster.schedulingstate import PassInput
@@ -124,21 +124,45 @@ class _PodRecord:
         self.group = -1
 
 
+@attrs.define
+class _Outcome:
+    """What the solves of a pass decided, pooled."""
+
+    placements: list[tuple[Pod, str]] = attrs.Factory(list)
+    failed: dict[int, tuple[_PodRecord, str]] = attrs.Factory(dict)  # by id(pod)
+    deferred: list[Key] = attrs.Factory(list)
+
+    def collect(self, results: Results, records: Sequence[_PodRecord]) -> None:
+        by_id = {id(r.pod): r for r in records}
+        for existing in results.existing_nodes:
+            self.placements.extend((pod, existing.name) for pod in existing.pods)
+        for item in results.unschedulable:
+            self.failed[id(item.pod)] = (by_id[id(item.pod)], item.render())
+        self.deferred.extend((p.namespace, p.name) for p in results.deferred)
+
+
 def _key(entry: Entry) -> Key:
     meta = entry.obj["metadata"]
     return (meta["namespace"], meta["name"])
 
 
-def _same_but_placement(old: facts.Obj, new: facts.Obj) -> bool:
-    """Equal except for what binding and the kubelet change (node, status)."""
-    old_meta, new_meta = old["metadata"], new["metadata"]
-    for field in ("uid", "labels", "annotations", "ownerReferences"):
-        if old_meta.get(field) != new_meta.get(field):
-            return False
-    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
-    if old_spec.keys() - {"nodeName"} != new_spec.keys() - {"nodeName"}:
-        return False
-    return all(v == new_spec.get(k) for k, v in old_spec.items() if k != "nodeName")
+def _like(prototype: Pod, obj: facts.Obj) -> Pod:
+    """A pod of ``prototype``'s group: its own identity, node and status."""
+    meta = obj["metadata"]
+    return attrs.evolve(
+        prototype,
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid") or ""),
+        creation_timestamp=str(meta.get("creationTimestamp") or ""),
+        node_name=facts.node_name(obj),
+        phase=facts.pod_phase(obj),
+        terminating=facts.is_deleting(obj),
+        unschedulable_condition=any(
+            c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+            for c in facts.status(obj).get("conditions") or ()
+        ),
+        nominated_node_name=str(facts.status(obj).get("nominatedNodeName") or ""),
+    )
 
 
 def _parsed(parse: Callable[[Any], Any], entries: Iterable[Entry]) -> list[Any]:
@@ -160,49 +184,53 @@ class Planner:
         self._pods: dict[Key, _PodRecord] = {}
         self._nodes: dict[str, tuple[Entry, Node]] = {}
         self._groups: dict[bytes, int] = {}
+        self._prototypes: dict[int, Pod] = {}
 
     # -- projections -------------------------------------------------------------------
 
     def record(self, entry: Entry) -> _PodRecord:
+        """The pod's record: parsed once per group of identical pods, then copied.
+
+        Pods of one ReplicaSet or DaemonSet differ only in name, uid, creation time, node
+        and status; their group (namespace, labels, annotations, owners and spec but the
+        node) is also what makes them interchangeable when pods are offered."""
         key = _key(entry)
         cached = self._pods.get(key)
         if cached is not None and cached.entry is entry:
             return cached
-        if (
-            cached is not None
-            and cached.pod is not None
-            and _same_but_placement(cached.entry.obj, entry.obj)
-        ):
-            obj = entry.obj
-            pod = attrs.evolve(
-                cached.pod,
-                node_name=facts.node_name(obj),
-                phase=facts.pod_phase(obj),
-                terminating=facts.is_deleting(obj),
-                unschedulable_condition=facts.marked_unschedulable(obj),
-                nominated_node_name=str(facts.status(obj).get("nominatedNodeName") or ""),
-            )
-            record = _PodRecord(entry, pod, "")
-            record.group = cached.group
-            self._pods[key] = record
-            return record
-        try:
-            record = _PodRecord(entry, pod_from_dict(entry.obj), "")
-        except _PARSE_ERRORS as exc:
-            record = _PodRecord(entry, None, f"invalid pod: {exc}")
+        obj = entry.obj
+        spec = obj.get("spec") or {}
+        if any("ephemeral" in v for v in spec.get("volumes") or ()):
+            # Ephemeral claims are named after the pod: no two such pods are alike.
+            record = self._parse(entry)
+            record.group = self._group(orjson.dumps(key))
+        else:
+            meta = obj["metadata"]
+            shape = orjson.dumps(
+                [meta.get("namespace"), meta.get("labels"), meta.get("annotations"),
+                 meta.get("ownerReferences"), {k: v for k, v in spec.items() if k != "nodeName"}],
+                option=orjson.OPT_SORT_KEYS,
+            )  # fmt: skip
+            group = self._group(shape)
+            prototype = self._prototypes.get(group)
+            if prototype is None:
+                record = self._parse(entry)
+                if record.pod is not None:
+                    self._prototypes[group] = record.pod
+            else:
+                record = _PodRecord(entry, _like(prototype, obj), "")
+            record.group = group
         self._pods[key] = record
         return record
 
-    def group_of(self, record: _PodRecord) -> int:
-        """Pods with equal namespace, labels and spec are interchangeable to the solver."""
-        if record.group < 0:
-            obj = record.entry.obj
-            shape = orjson.dumps(
-                [obj["metadata"].get("namespace"), facts.labels(obj), obj.get("spec")],
-                option=orjson.OPT_SORT_KEYS,
-            )
-            record.group = self._groups.setdefault(shape, len(self._groups))
-        return record.group
+    def _parse(self, entry: Entry) -> _PodRecord:
+        try:
+            return _PodRecord(entry, pod_from_dict(entry.obj), "")
+        except _PARSE_ERRORS as exc:
+            return _PodRecord(entry, None, f"invalid pod: {exc}")
+
+    def _group(self, shape: bytes) -> int:
+        return self._groups.setdefault(shape, len(self._groups))
 
     def node(self, entry: Entry) -> Node:
         name = entry.obj["metadata"]["name"]
@@ -228,8 +256,8 @@ class Planner:
             self._nodes = {k: v for k, v in self._nodes.items() if k in names}
         if len(self._groups) > 100_000:
             self._groups.clear()
-            for record in self._pods.values():
-                record.group = -1
+            self._prototypes.clear()
+            self._pods.clear()
 
     # -- a pass ------------------------------------------------------------------------
 
@@ -238,7 +266,36 @@ class Planner:
         self._forget(inputs)
         nodes = [(e, self.node(e)) for e in inputs.nodes]
         schedulable = [n for e, n in nodes if facts.node_is_schedulable(e.obj)]
+        dirty = [n for n in schedulable if n.name in inputs.dirty]
+        full, retry, broken = self._sort_pending(inputs)
+        if not full and not broken and not (retry and dirty):
+            return PassResult(seconds=time.perf_counter() - started)  # nothing can change
         bound = [r.pod for e in inputs.bound if (r := self.record(e)).pod is not None]
+        base = self._snapshot(nodes, bound, around)
+        outcome = _Outcome()
+        if full:
+            capacity = tuple(cluster_nodes(schedulable, []))
+            outcome.collect(self._solve(attrs.evolve(base, capacity=capacity), full), full)
+        offered: list[_PodRecord] = []
+        saturated = False
+        if retry and dirty:
+            offered, saturated = self._incremental(base, bound, dirty, retry, outcome)
+        return PassResult(
+            placements=tuple(
+                Placement(p.namespace, p.name, p.uid, node) for p, node in outcome.placements
+            ),
+            failures=self._failures(nodes, bound, outcome, broken),
+            saturated=saturated,
+            retry=tuple(outcome.deferred),
+            full=len(full),
+            incremental=len(offered),
+            seconds=time.perf_counter() - started,
+        )
+
+    def _sort_pending(
+        self, inputs: PassInput
+    ) -> tuple[list[_PodRecord], list[_PodRecord], list[_PodRecord]]:
+        """Pending pods for the full solve, for the incremental one, and unparseable ones."""
         full: list[_PodRecord] = []
         retry: list[_PodRecord] = []
         broken: list[_PodRecord] = []
@@ -256,66 +313,44 @@ class Planner:
                 full.append(record)
             else:
                 retry.append(record)
-        base = self._snapshot(nodes, bound, around)
-        placements: list[tuple[Pod, str]] = []
-        failed: dict[int, tuple[_PodRecord, str]] = {}
-        deferred: list[Key] = []
-        if full:
-            capacity = tuple(cluster_nodes(schedulable, []))
-            results = self._solve(attrs.evolve(base, capacity=capacity), full)
-            self._collect(results, full, placements, failed, deferred)
-        saturated = False
-        offered: list[_PodRecord] = []
-        dirty = [n for n in schedulable if n.name in inputs.dirty]
-        if retry and dirty:
-            names = {n.name for n in dirty}
-            placed = [attrs.evolve(p, node_name=node) for p, node in placements]
-            near = [
-                p for p in (*bound, *placed) if p.node_name in names or p.required_anti_affinity
-            ]
-            offered, truncated = self._offer(retry, dirty, near)
-            if offered:
-                before = len(placements)
-                snapshot = attrs.evolve(
-                    base, capacity=tuple(cluster_nodes(dirty, [])), bound_pods=tuple(near)
-                )
-                results = self._solve(snapshot, offered)
-                self._collect(results, offered, placements, failed, deferred)
-                placed_groups: dict[int, int] = {}
-                by_id = {id(r.pod): r for r in offered}
-                for pod, _ in placements[before:]:
-                    group = self.group_of(by_id[id(pod)])
-                    placed_groups[group] = placed_groups.get(group, 0) + 1
-                saturated = any(placed_groups.get(g, 0) >= n for g, n in truncated.items())
-        failures = self._failures(nodes, bound, placements, failed, broken)
-        return PassResult(
-            placements=tuple(Placement(p.namespace, p.name, p.uid, node) for p, node in placements),
-            failures=failures,
-            saturated=saturated,
-            retry=tuple(deferred),
-            full=len(full),
-            incremental=len(offered),
-            seconds=time.perf_counter() - started,
-        )
+        return full, retry, broken
+
+    def _incremental(
+        self,
+        base: ClusterSnapshot,
+        bound: list[Pod],
+        dirty: list[Node],
+        retry: list[_PodRecord],
+        outcome: _Outcome,
+    ) -> tuple[list[_PodRecord], bool]:
+        """Failed pods against the dirty nodes: the pods offered, and whether room may be
+        left for more."""
+        names = {n.name for n in dirty}
+        placed = [attrs.evolve(p, node_name=node) for p, node in outcome.placements]
+        # Pods on the dirty nodes take room; anti-affinity anywhere can keep pods out.
+        near = [p for p in (*bound, *placed) if p.node_name in names or p.required_anti_affinity]
+        groups: dict[int, list[Pod]] = {}
+        by_id: dict[int, _PodRecord] = {}
+        for record in retry:
+            assert record.pod is not None
+            groups.setdefault(record.group, []).append(record.pod)
+            by_id[id(record.pod)] = record
+        for members in groups.values():
+            members.sort(key=lambda p: (p.creation_timestamp, p.name))
+        chosen = offer(groups, dirty, near)
+        offered = [by_id[id(pod)] for pod in chosen.pods]
+        if not offered:
+            return offered, False
+        before = len(outcome.placements)
+        capacity = tuple(cluster_nodes(dirty, []))
+        snapshot = attrs.evolve(base, capacity=capacity, bound_pods=tuple(near))
+        outcome.collect(self._solve(snapshot, offered), offered)
+        groups_placed = (by_id[id(p)].group for p, _ in outcome.placements[before:])
+        return offered, chosen.more_may_fit(groups_placed)
 
     def _solve(self, snapshot: ClusterSnapshot, records: Sequence[_PodRecord]) -> Results:
         pods = [r.pod for r in records if r.pod is not None]
         return Scheduler(self.context, snapshot).solve(pods)
-
-    def _collect(
-        self,
-        results: Results,
-        records: Sequence[_PodRecord],
-        placements: list[tuple[Pod, str]],
-        failed: dict[int, tuple[_PodRecord, str]],
-        deferred: list[Key],
-    ) -> None:
-        by_id = {id(r.pod): r for r in records}
-        for existing in results.existing_nodes:
-            placements.extend((pod, existing.name) for pod in existing.pods)
-        for item in results.unschedulable:
-            failed[id(item.pod)] = (by_id[id(item.pod)], item.render())
-        deferred.extend((p.namespace, p.name) for p in results.deferred)
 
     def _snapshot(
         self, nodes: list[tuple[Entry, Node]], bound: list[Pod], around: Surroundings
@@ -343,57 +378,25 @@ class Planner:
             volumes=volumes,
         )
 
-    def _offer(
-        self, retry: list[_PodRecord], dirty: list[Node], near: list[Pod]
-    ) -> tuple[list[_PodRecord], dict[int, int]]:
-        """Of each group of identical pods, as many as could fit on the dirty nodes; and
-        the groups that offered fewer than they have (group -> pods offered)."""
-        used: dict[str, dict[str, int]] = {}
-        for pod in near:
-            if pod.is_terminal:
-                continue
-            node_used = used.setdefault(pod.node_name, {})
-            for resource, value in pod.requests.items():
-                node_used[resource] = node_used.get(resource, 0) + value
-        free = [
-            {r: v - used.get(n.name, {}).get(r, 0) for r, v in n.allocatable.items()} for n in dirty
-        ]
-        groups: dict[int, list[_PodRecord]] = {}
-        for record in retry:
-            groups.setdefault(self.group_of(record), []).append(record)
-        offered: list[_PodRecord] = []
-        truncated: dict[int, int] = {}
-        for group, members in groups.items():
-            requests = {r: v for r, v in members[0].pod.requests.items() if v > 0}  # type: ignore[union-attr]
-            room = sum(
-                min((max(room.get(r, 0), 0) // v for r, v in requests.items()), default=0)
-                for room in free
-            )
-            if room <= 0:
-                continue
-            if room < len(members):
-                members.sort(key=lambda r: (r.pod.creation_timestamp, r.pod.name))  # type: ignore[union-attr]
-                truncated[group] = room
-            offered.extend(members[:room])
-        return offered, truncated
-
     def _failures(
         self,
         nodes: list[tuple[Entry, Node]],
         bound: list[Pod],
-        placements: list[tuple[Pod, str]],
-        failed: Mapping[int, tuple[_PodRecord, str]],
+        outcome: _Outcome,
         broken: list[_PodRecord],
     ) -> tuple[Failure, ...]:
         """Messages for the pods that do not carry ``Unschedulable`` yet."""
         todo = [
-            (r, why) for r, why in failed.values() if not facts.marked_unschedulable(r.entry.obj)
+            (r, why)
+            for r, why in outcome.failed.values()
+            if not facts.marked_unschedulable(r.entry.obj)
         ]
         todo += [(r, r.problem) for r in broken if not facts.marked_unschedulable(r.entry.obj)]
         if not todo:
             return ()
         used: dict[str, dict[str, int]] = {}
-        for pod, node in [*((p, p.node_name) for p in bound if not p.is_terminal), *placements]:
+        active = ((p, p.node_name) for p in bound if not p.is_terminal)
+        for pod, node in [*active, *outcome.placements]:
             node_used = used.setdefault(node, {})
             for resource, value in pod.requests.items():
                 node_used[resource] = node_used.get(resource, 0) + value
@@ -409,7 +412,7 @@ class Planner:
                     f"this pod: {problem}."
                 )
             else:
-                group = self.group_of(record)
+                group = record.group
                 if group not in by_group:
                     by_group[group] = explain(record.pod, census)
                 message = by_group[group]

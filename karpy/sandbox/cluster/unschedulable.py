@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from karpy.sandbox.cluster import facts
-from karpy.sandbox.cluster.nodematch import requirement_matches
+from karpy.sandbox.cluster.nodematch import pod_accepts
 from karpy.scheduling.taints import first_untolerated
 
 if TYPE_CHECKING:
@@ -79,18 +79,6 @@ class NodeCensus:
         return cls(total, dict(excluded), tuple(candidates))
 
 
-def accepts(pod: Pod, labels: Mapping[str, str]) -> bool:
-    """The pod's node selector and required node affinity against a node's labels."""
-    if any(labels.get(key) != value for key, value in pod.node_selector):
-        return False
-    if not pod.required_node_terms:
-        return True
-    return any(
-        term and all(requirement_matches(labels.get(r.key), r.operator, r.values) for r in term)
-        for term in pod.required_node_terms
-    )
-
-
 def explain(pod: Pod, census: NodeCensus) -> str:
     """``0/N nodes are available: ...`` for ``pod``, as kube-scheduler phrases it."""
     if census.total == 0:
@@ -103,7 +91,7 @@ def explain(pod: Pod, census: NodeCensus) -> str:
         if taint is not None:
             reasons[f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"] += 1
             continue
-        if not accepts(pod, node.labels):
+        if not pod_accepts(pod, node.labels):
             reasons[AFFINITY] += 1
             continue
         short = [r for r, v in pod.requests.items() if v > candidate.free.get(r, 0)]

@@ -10,8 +10,9 @@ most a delay. It may return seconds after which to look again (a rollout waiting
 time to pass, a burst cut short); an exception is logged and retried with a per-key
 backoff, so one bad object never stops the others.
 
-The loop yields to the event loop every ``burst`` keys: the stand-ins share it with the
-API server, and HTTP clients must keep getting answers while a controller catches up.
+The loop yields to the event loop whenever a batch has run for ``slice_seconds``: the
+stand-ins share it with the API server, and HTTP clients must keep getting answers while
+a controller catches up.
 An optional ``debounce`` lets events pile up before a batch starts.
 
 Why not `karpy.reconcile`, karpy's own controller pattern? That one is built for
@@ -27,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
@@ -46,13 +48,13 @@ class WorkQueue(Generic[K]):
         sync: Callable[[K], float | None],
         *,
         debounce: float = 0.0,
-        burst: int = 100,
+        slice_seconds: float = 0.02,
         retry_seconds: float = 0.5,
     ) -> None:
         self.name = name
         self._sync = sync
         self.debounce = debounce
-        self.burst = burst
+        self.slice_seconds = slice_seconds
         self.retry_seconds = retry_seconds
         self._dirty: dict[K, None] = {}
         self._timers: dict[K, asyncio.TimerHandle] = {}
@@ -110,10 +112,12 @@ class WorkQueue(Generic[K]):
             self._wake.clear()
             keys = list(self._dirty)
             self._dirty.clear()
-            for done, key in enumerate(keys, 1):
+            slice_ends = time.perf_counter() + self.slice_seconds
+            for key in keys:
                 self._one(key)
-                if done % self.burst == 0:
+                if time.perf_counter() > slice_ends:
                     await asyncio.sleep(0)
+                    slice_ends = time.perf_counter() + self.slice_seconds
 
     def _one(self, key: K) -> None:
         try:
