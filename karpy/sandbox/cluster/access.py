@@ -50,6 +50,14 @@ class ClusterAccess:
             raise KeyError(f"the emulator does not serve {group}/{version}/{plural}")
         return found
 
+    def now(self) -> str:
+        """The emulator's clock as an RFC 3339 timestamp, for conditions and status times."""
+        return self.api.now()
+
+    def clock(self) -> float:
+        """The emulator's clock in seconds."""
+        return self.api.clock()
+
     def view_of(self, kind: Kind) -> View:
         """The storage version's view of a kind a store hook reported."""
         return View(kind, kind.storage_version)

@@ -15,7 +15,8 @@ pods and leases with them.
 
 On start, the objects already stored (CRDs, the initial namespaces, anything created
 before `start`) are replayed through the hooks as ADDED events, as informers list before
-they watch; every ``resync_seconds`` the workload controllers look at everything again.
+they watch; every ``resync_seconds`` the workload controllers and kubelets look at
+everything again and the scheduler tries every pending pod against every node.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class SandboxCluster:
         self.ownership = Ownership()
         self.scheduler = KubeScheduler(self.access, debounce=scheduler_debounce)
         self.controllers = ControllerManager(
-            self.access, self.ownership, orphan_pod_quarantine=orphan_pod_quarantine, clock=clock
+            self.access, self.ownership, orphan_pod_quarantine=orphan_pod_quarantine
         )
         self.kubelets = Kubelets(
             self.access, node_ready_delay=node_ready_delay, pod_start_delay=pod_start_delay
@@ -181,6 +182,7 @@ class SandboxCluster:
             await asyncio.sleep(self.resync_seconds)
             self.controllers.resync()
             self.kubelets.resync()
+            self.scheduler.resync()
 
 
 def _guarded(name: str, hook: ChangeHook) -> ChangeHook:

@@ -19,8 +19,6 @@ from karpy.sandbox.cluster.garbage import OwnerGarbageCollector, PodGarbageColle
 from karpy.sandbox.cluster.replicasets import ReplicaSetController
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from karpy.sandbox.apiserver.kinds import Kind
     from karpy.sandbox.apiserver.store import Change
     from karpy.sandbox.cluster.access import ClusterAccess
@@ -35,10 +33,9 @@ class ControllerManager:
         ownership: Ownership,
         *,
         orphan_pod_quarantine: float = 5.0,
-        clock: Callable[[], float],
     ) -> None:
         self.deployments = DeploymentController(access, ownership)
-        self.replicasets = ReplicaSetController(access, ownership, clock=clock)
+        self.replicasets = ReplicaSetController(access, ownership)
         self.daemonsets = DaemonSetController(access, ownership)
         self.garbage_collector = OwnerGarbageCollector(access, ownership)
         self.pod_garbage_collector = PodGarbageCollector(access, quarantine=orphan_pod_quarantine)

@@ -274,16 +274,18 @@ class DeploymentController:
         else:
             progressing = ("True", "ReplicaSetUpdated", f'ReplicaSet "{name}" is progressing.')
         status["conditions"] = [
-            _condition(previous, "Available", *available_condition),
-            _condition(previous, "Progressing", *progressing),
+            _condition(previous, "Available", available_condition, now=self.access.now()),
+            _condition(previous, "Progressing", progressing, now=self.access.now()),
         ]  # fmt: skip
         return status
 
 
 def _condition(
-    status: dict[str, Any], kind: str, value: str, reason: str, message: str
+    status: dict[str, Any], kind: str, says: tuple[str, str, str], *, now: str
 ) -> dict[str, Any]:
-    """A deployment condition, the previous one unchanged if it still says the same."""
+    """A deployment condition saying ``(status, reason, message)``; the previous one,
+    unchanged, if it says the same already."""
+    value, reason, message = says
     for cond in status.get("conditions") or ():
         if cond.get("type") == kind:
             if (cond.get("status"), cond.get("reason"), cond.get("message")) == (
@@ -296,7 +298,6 @@ def _condition(
             break
     else:
         since = None
-    now = facts.now()
     return {
         "type": kind,
         "status": value,

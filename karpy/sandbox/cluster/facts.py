@@ -11,19 +11,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from karpy.sandbox.apiserver import metadata
-
 Obj = dict[str, Any]
 
 TERMINAL_PHASES: Final = ("Succeeded", "Failed")
 DEFAULT_SCHEDULER: Final = "default-scheduler"
 KUBELET_ANNOTATION: Final = "sandbox.karpy.dev/kubelet"
 KUBELET_STOPPED: Final = "stopped"
-
-
-def now() -> str:
-    """An RFC 3339 timestamp with second precision, as the API server writes them."""
-    return metadata.timestamp()
 
 
 def meta(obj: Obj) -> dict[str, Any]:

@@ -143,7 +143,7 @@ class Kubelets:
 
     def _ready_status(self, node: facts.Obj) -> dict[str, Any]:
         status = dict(facts.status(node))
-        now = facts.now()
+        now = self.access.now()
         healthy = {kind for kind, *_ in _HEALTHY}
         conditions = [c for c in status.get("conditions") or () if c.get("type") not in healthy]
         for kind, value, reason, message in _HEALTHY:
@@ -157,20 +157,22 @@ class Kubelets:
         if not status.get("allocatable"):
             status["allocatable"] = dict(status["capacity"])
         name = node["metadata"]["name"]
-        status.setdefault("addresses", [
-            {"type": "InternalIP", "address": str(next(self._node_ips))},
-            {"type": "Hostname", "address": facts.labels(node).get("kubernetes.io/hostname", name)},
-        ])  # fmt: skip
-        status.setdefault("daemonEndpoints", {"kubeletEndpoint": {"Port": 10250}})
         labels = facts.labels(node)
-        status.setdefault("nodeInfo", {
-            "machineID": secrets.token_hex(16), "systemUUID": secrets.token_hex(16),
-            "bootID": secrets.token_hex(16), "kernelVersion": "6.1.0-karpy-sandbox",
-            "osImage": "karpy sandbox", "containerRuntimeVersion": "containerd://2.1.0",
-            "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": "",
-            "operatingSystem": labels.get("kubernetes.io/os", "linux"),
-            "architecture": labels.get("kubernetes.io/arch", "amd64"),
-        })  # fmt: skip
+        if not status.get("addresses"):
+            status["addresses"] = [
+                {"type": "InternalIP", "address": str(next(self._node_ips))},
+                {"type": "Hostname", "address": labels.get("kubernetes.io/hostname", name)},
+            ]
+        status.setdefault("daemonEndpoints", {"kubeletEndpoint": {"Port": 10250}})
+        if not status.get("nodeInfo"):
+            status["nodeInfo"] = {
+                "machineID": secrets.token_hex(16), "systemUUID": secrets.token_hex(16),
+                "bootID": secrets.token_hex(16), "kernelVersion": "6.1.0-karpy-sandbox",
+                "osImage": "karpy sandbox", "containerRuntimeVersion": "containerd://2.1.0",
+                "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": "",
+                "operatingSystem": labels.get("kubernetes.io/os", "linux"),
+                "architecture": labels.get("kubernetes.io/arch", "amd64"),
+            }  # fmt: skip
         return status
 
     def _ensure_lease(self, node: Entry) -> None:
@@ -190,7 +192,7 @@ class Kubelets:
             "spec": {
                 "holderIdentity": name,
                 "leaseDurationSeconds": LEASE_DURATION_SECONDS,
-                "renewTime": facts.now().replace("Z", ".000000Z"),
+                "renewTime": self.access.now().replace("Z", ".000000Z"),
             },
         }
         try:
@@ -209,7 +211,7 @@ class Kubelets:
         self.access.write_status(self.access.pods, pod, self._running_status(pod.obj, node.obj))
 
     def _running_status(self, pod: facts.Obj, node: facts.Obj) -> dict[str, Any]:
-        now = facts.now()
+        now = self.access.now()
         status = dict(facts.status(pod))
         node_ip = next(
             (a["address"] for a in facts.status(node).get("addresses") or ()

@@ -85,6 +85,13 @@ def _kinds(dirty: Sequence[Node], near: Sequence[Pod]) -> list[_NodeKind]:
     ]
 
 
+def _names_a_host(pod: Pod) -> bool:
+    """Selects nodes by hostname, which node kinds leave out: then no kind is ruled out."""
+    return any(key == LABEL_HOSTNAME for key, _ in pod.node_selector) or any(
+        r.key == LABEL_HOSTNAME for term in pod.required_node_terms for r in term
+    )
+
+
 def _fits(requests: Sequence[tuple[str, int]], free: Mapping[str, int]) -> int:
     return min((max(free.get(r, 0), 0) // v for r, v in requests), default=0)
 
@@ -110,11 +117,12 @@ def offer(groups: Mapping[int, Sequence[Pod]], dirty: Sequence[Node], near: Sequ
     for group, members in order:
         pod = members[0]
         requests = [(r, v) for r, v in pod.requests.items() if v > 0]
+        by_name = _names_a_host(pod)
         fits = sum(
             kind.count * _fits(requests, kind.free)
             for kind in kinds
             if first_untolerated(kind.taints, pod.tolerations) is None
-            and pod_accepts(pod, kind.labels)
+            and (by_name or pod_accepts(pod, kind.labels))
         )
         if fits <= 0:
             continue

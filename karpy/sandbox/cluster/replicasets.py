@@ -23,7 +23,6 @@ loop. Not modelled: adopting matching pods that have no controller, and the
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from karpy.sandbox.apiserver.errors import APIError
@@ -33,8 +32,6 @@ from karpy.sandbox.cluster.podtemplate import pod_from_template
 from karpy.sandbox.cluster.workqueue import WorkQueue
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from karpy.sandbox.apiserver.kinds import Kind
     from karpy.sandbox.apiserver.store import Change, Entry, Key
     from karpy.sandbox.cluster.access import ClusterAccess
@@ -83,13 +80,11 @@ class ReplicaSetController:
         *,
         burst: int = DEFAULT_BURST,
         status_delay: float = 0.2,
-        clock: Callable[[], float] = time.time,
     ) -> None:
         self.access = access
         self.ownership = ownership
         self.burst = burst
         self.status_delay = status_delay
-        self.clock = clock
         self.queue: WorkQueue[Key] = WorkQueue("replicaset-controller", self.sync, debounce=0.02)
 
     # -- events ------------------------------------------------------------------------
@@ -184,7 +179,7 @@ class ReplicaSetController:
         """The status ``rs`` should show, and when it may change by time alone."""
         labels = (facts.spec(rs).get("template") or {}).get("metadata", {}).get("labels") or {}
         min_ready = int(facts.spec(rs).get("minReadySeconds") or 0)
-        now = self.clock()
+        now = self.access.clock()
         labelled = ready = available = 0
         wait: float | None = None
         for pod in active:

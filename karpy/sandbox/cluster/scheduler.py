@@ -67,6 +67,12 @@ class KubeScheduler:
     def on_change(self, kind: Kind, change: Change) -> None:
         self.state.on_change(kind, change)
 
+    def resync(self) -> None:
+        """Try every pending pod against every node on the next pass (the safety net of a
+        level-triggered controller: a missed event costs at most a resync period)."""
+        self.state.everything_fresh = True
+        self.state.wake.set()
+
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(
@@ -140,7 +146,7 @@ class KubeScheduler:
 
     async def _mark(self, failures: tuple[Failure, ...]) -> None:
         access = self.access
-        now = facts.now()
+        now = access.now()
         slice_ends = time.perf_counter() + SLICE_SECONDS
         for failure in failures:
             entry = access.entry(access.pods, failure.namespace, failure.name)

@@ -8,11 +8,12 @@ from typing import Any
 
 from karpy.sandbox.apiserver.store import Entry
 from karpy.sandbox.cluster.nodematch import node_accepts
+from karpy.sandbox.cluster.offers import offer
 from karpy.sandbox.cluster.podtemplate import safe_encode, template_hash, without_hash_label
 from karpy.sandbox.cluster.replicasets import pods_to_delete
 from karpy.sandbox.cluster.unschedulable import NodeCensus, explain
 from karpy.scheduling.nodes import node_from_dict
-from karpy.scheduling.pods import pod_from_dict
+from karpy.scheduling.pods import Pod, pod_from_dict
 from tests import factories as f
 
 
@@ -99,3 +100,26 @@ def test_unschedulable_message_counts_the_first_failure_per_node():
         "Pod's node affinity/selector, 1 node(s) had untolerated taint {gpu: true}, "
         "1 node(s) were not ready."
     )
+
+
+def _pods(count: int, cpu: str, **options: Any) -> list[Pod]:
+    return [pod_from_dict(f.pod(requests={"cpu": cpu}, **options)) for _ in range(count)]
+
+
+def test_offers_give_bigger_pods_the_room_first_and_every_group_one_try():
+    nodes = [node_from_dict(f.node(f"n{i}", allocatable={"cpu": "4", "pods": "110"}))
+             for i in range(2)]  # fmt: skip
+    big, small = _pods(10, "2"), _pods(10, "500m")
+    chosen = offer({1: small, 2: big}, nodes, near=[])
+    assert chosen.pods == (*big[:4], small[0])
+    assert chosen.cut == {2: 4, 1: 1}
+    assert chosen.more_may_fit([2, 2, 2, 2])  # every big pod offered was placed
+    assert not chosen.more_may_fit([2, 2, 2])
+
+
+def test_offers_skip_groups_that_fit_no_dirty_node():
+    nodes = [node_from_dict(f.node("n0", taints=[f.taint("gpu")], allocatable={"cpu": "4"}))]
+    assert offer({1: _pods(3, "1")}, nodes, near=[]).pods == ()
+    bound = pod_from_dict(f.pod(requests={"cpu": "4"}, node_name="n1"))
+    free = [node_from_dict(f.node("n1", allocatable={"cpu": "4", "pods": "9"}))]
+    assert offer({1: _pods(3, "1")}, free, near=[bound]).pods == ()

@@ -189,3 +189,13 @@ async def test_a_deleted_bound_pod_frees_room_for_a_pending_one(cluster: Sandbox
     await eventually(lambda: unschedulable(cluster.store.get("pods", "second", "default")))
     cluster.store.delete("pods", "first", "default", grace_period_seconds=0)
     await eventually(lambda: cluster.store.get("pods", "second", "default")["spec"].get("nodeName"))
+
+
+async def test_a_pod_pinned_to_a_host_lands_there_when_that_host_joins(cluster):
+    cluster.store.create("nodes", cloud_node("node-a"))
+    cluster.store.create("pods", f.pod("pinned", node_selector={HOSTNAME: "node-b"}))
+    await eventually(lambda: unschedulable(cluster.store.get("pods", "pinned", "default")))
+    cluster.store.create("nodes", cloud_node("node-b"))
+    await eventually(
+        lambda: cluster.store.get("pods", "pinned", "default")["spec"].get("nodeName") == "node-b"
+    )
