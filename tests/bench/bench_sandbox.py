@@ -158,6 +158,7 @@ async def _scenario(name: str) -> dict[str, Any]:
             "passes_a": cluster.scheduler.passes,
         }
         cluster.scheduler.longest_pass = 0.0
+        cluster.scheduler.recent_passes.clear()
         passes = cluster.scheduler.passes
         joined = time.perf_counter()
         spread = TRICKLE_SECONDS if name == "trickle" else 0.0
@@ -168,6 +169,7 @@ async def _scenario(name: str) -> dict[str, Any]:
         last_node = time.perf_counter()
         bound = await _until(lambda: len(counter.bound) >= total, "pods bound")
         lag.stop()
+        durations = sorted(cluster.scheduler.recent_passes)
         return {
             "scenario": name,
             "pods": total,
@@ -178,6 +180,8 @@ async def _scenario(name: str) -> dict[str, Any]:
             "bound_after_last_node_seconds": round(bound - last_node, 2),
             "longest_pass_seconds_b": round(cluster.scheduler.longest_pass, 2),
             "passes_b": cluster.scheduler.passes - passes,
+            "median_pass_seconds_b": round(durations[len(durations) // 2], 3),
+            "p90_pass_seconds_b": round(durations[len(durations) * 9 // 10], 3),
             "worst_loop_lag_seconds": round(lag.worst, 3),
             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         }
@@ -204,8 +208,9 @@ def main(results_dir: Path) -> None:
             f"(longest pass {result['longest_pass_seconds_a']}s, {result['passes_a']} passes); "
             f"{result['nodes']} nodes created in {result['nodes_created_seconds']}s, all pods "
             f"bound after {result['all_bound_seconds']}s ({result['bound_after_last_node_seconds']}"
-            f"s after the last node; longest pass {result['longest_pass_seconds_b']}s, "
-            f"{result['passes_b']} passes); event loop held at most "
+            f"s after the last node; {result['passes_b']} passes: median "
+            f"{result['median_pass_seconds_b']}s, p90 {result['p90_pass_seconds_b']}s, longest "
+            f"{result['longest_pass_seconds_b']}s); event loop held at most "
             f"{result['worst_loop_lag_seconds']}s; peak RSS {result['peak_rss_mib']} MiB",
             flush=True,
         )

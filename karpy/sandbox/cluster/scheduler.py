@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from karpy.sandbox.apiserver.errors import APIError
@@ -62,6 +63,7 @@ class KubeScheduler:
         self.passes = 0
         self.last: PassResult | None = None
         self.longest_pass = 0.0  # seconds, planning and writing (for benchmarks)
+        self.recent_passes: deque[float] = deque(maxlen=1000)  # their durations, newest last
         self._task: asyncio.Task[None] | None = None
 
     def on_change(self, kind: Kind, change: Change) -> None:
@@ -114,7 +116,9 @@ class KubeScheduler:
         self.state.settle(marks, keep_dirty=result.saturated, retry=result.retry)
         self.passes += 1
         self.last = result
-        self.longest_pass = max(self.longest_pass, time.perf_counter() - started)
+        took = time.perf_counter() - started
+        self.longest_pass = max(self.longest_pass, took)
+        self.recent_passes.append(took)
         log.debug(
             "kube-scheduler: pass %d: %d fresh, %d retried, %d bound, %d unschedulable, %.3fs",
             self.passes,
