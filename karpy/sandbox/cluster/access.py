@@ -85,13 +85,6 @@ class ClusterAccess:
         namespace = (obj.get("metadata") or {}).get("namespace")
         return self.api.create(view, namespace, obj)
 
-    def replace(self, view: View, entry: Entry, new: Obj) -> Obj:
-        """PUT of the main resource, against the version in ``entry`` (409 if stale)."""
-        meta = new.setdefault("metadata", {})
-        meta["resourceVersion"] = entry.obj["metadata"]["resourceVersion"]
-        key = _key(entry)
-        return self.api.update(view, key[0] or None, key[1], new)
-
     def write_status(self, view: View, entry: Entry, status: dict[str, Any]) -> Obj | None:
         """PUT /status unless the status is already ``status``; returns the new object.
 

@@ -16,7 +16,8 @@ Pods are created already bound (``spec.nodeName``), not through the scheduler wi
 matchFields pods aside, and the effect — one pod pinned to each node — is the same.
 
 The work is keyed per (DaemonSet, node): a node event costs one check per DaemonSet, not a
-pass over 8,000 nodes; a DaemonSet change walks every node once. The status counts
+pass over 8,000 nodes; a DaemonSet change queues every node once, and the fit rules and
+template hash are worked out once per DaemonSet generation. The status counts
 (``desiredNumberScheduled``, ``currentNumberScheduled``, ``numberMisscheduled``,
 ``numberReady``, ``numberAvailable``, ``numberUnavailable``, ``updatedNumberScheduled``,
 ``observedGeneration``) need every node, so they are recomputed at most every
@@ -70,18 +71,24 @@ def daemon_tolerations(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
     return tolerations
 
 
-def placement(pod_spec: dict[str, Any], node: facts.Obj) -> tuple[bool, bool]:
-    """(should run, may keep running) for a daemon pod with ``pod_spec`` on ``node``."""
-    meta = facts.meta(node)
-    if not node_accepts(pod_spec, facts.labels(node), str(meta.get("name", ""))):
-        return False, False
-    tolerations = [Toleration.from_dict(t) for t in daemon_tolerations(pod_spec)]
-    taints = [taint_from_dict(t) for t in facts.spec(node).get("taints") or ()]
-    hard = [t for t in taints if t.effect in ("NoSchedule", "NoExecute")]
-    evicting = [t for t in taints if t.effect == "NoExecute"]
-    keep = first_untolerated(evicting, tolerations) is None
-    run = keep and first_untolerated(hard, tolerations) is None and not facts.is_deleting(node)
-    return run, keep
+class DaemonFit:
+    """Where a DaemonSet's pod should run, for one template (tolerations parsed once)."""
+
+    def __init__(self, pod_spec: dict[str, Any]) -> None:
+        self.pod_spec = pod_spec
+        self.tolerations = [Toleration.from_dict(t) for t in daemon_tolerations(pod_spec)]
+
+    def placement(self, node: facts.Obj) -> tuple[bool, bool]:
+        """(should run, may keep running) on ``node``."""
+        meta = facts.meta(node)
+        if not node_accepts(self.pod_spec, facts.labels(node), str(meta.get("name", ""))):
+            return False, False
+        taints = [taint_from_dict(t) for t in facts.spec(node).get("taints") or ()]
+        hard = [t for t in taints if t.effect in ("NoSchedule", "NoExecute")]
+        evicting = [t for t in hard if t.effect == "NoExecute"]
+        keep = first_untolerated(evicting, self.tolerations) is None
+        run = keep and first_untolerated(hard, self.tolerations) is None
+        return run and not facts.is_deleting(node), keep
 
 
 class DaemonSetController:
@@ -94,12 +101,16 @@ class DaemonSetController:
         self.queue: WorkQueue[DaemonSetKey] = WorkQueue("daemonset-controller", self.sync)
         # DaemonSet uid -> node name -> keys of its pods there
         self._pods: dict[str, dict[str, set[Key]]] = {}
+        # DaemonSet uid -> (generation, fit rules, template hash)
+        self._templates: dict[str, tuple[int, DaemonFit, str]] = {}
 
     # -- events ------------------------------------------------------------------------
 
     def on_change(self, kind: Kind, change: Change) -> None:
         if kind.key == DAEMONSETS:
-            if change.type != "DELETED" and not _status_only(change):
+            if change.type == "DELETED":
+                self._templates.pop(facts.uid(change.entry.obj), None)
+            elif not _status_only(change):
                 self.queue.add(("daemonset", *change.key, ""))
         elif kind.key == NODES:
             if change.prev is None or change.type == "DELETED" or _node_changed(change):
@@ -154,26 +165,35 @@ class DaemonSetController:
         if what == "status":
             self._write_status(entry)
             return None
-        if not facts.is_deleting(entry.obj):
-            nodes = [node] if what == "node" else [
-                e.obj["metadata"]["name"] for e in self.access.entries(self.access.nodes)
-            ]  # fmt: skip
-            for node_name in nodes:
-                self._sync_node(entry.obj, node_name)
+        if facts.is_deleting(entry.obj):
+            pass  # the garbage collector removes its pods
+        elif what == "daemonset":
+            for other in self.access.entries(self.access.nodes):
+                self.queue.add(("node", namespace, name, other.obj["metadata"]["name"]))
+        else:
+            self._sync_node(entry.obj, node, *self._template_of(entry.obj))
         self.queue.add_after(("status", namespace, name, ""), self.status_delay)
         return None
+
+    def _template_of(self, daemonset: facts.Obj) -> tuple[DaemonFit, str]:
+        """The fit rules and template hash of the DaemonSet's current generation."""
+        uid = facts.uid(daemonset)
+        generation = int(facts.meta(daemonset).get("generation") or 0)
+        cached = self._templates.get(uid)
+        if cached is None or cached[0] != generation:
+            template = facts.spec(daemonset).get("template") or {}
+            cached = (generation, DaemonFit(template.get("spec") or {}), template_hash(template))
+            self._templates[uid] = cached
+        return cached[1], cached[2]
 
     def pods_on(self, daemonset: facts.Obj, node: str) -> list[Entry]:
         keys = self._pods.get(facts.uid(daemonset), {}).get(node, ())
         pods = self.access.state(self.access.pods).objects
         return [pods[k] for k in sorted(keys) if k in pods]
 
-    def _sync_node(self, daemonset: facts.Obj, node_name: str) -> None:
-        template = facts.spec(daemonset).get("template") or {}
-        pod_spec = template.get("spec") or {}
+    def _sync_node(self, daemonset: facts.Obj, node_name: str, fit: DaemonFit, digest: str) -> None:
         node = self.access.entry(self.access.nodes, "", node_name)
-        run, keep = placement(pod_spec, node.obj) if node is not None else (False, False)
-        digest = template_hash(template)
+        run, keep = fit.placement(node.obj) if node is not None else (False, False)
         live: list[Entry] = []
         for pod in self.pods_on(daemonset, node_name):
             obj = pod.obj
@@ -187,6 +207,7 @@ class DaemonSetController:
         for extra in sorted(live, key=lambda e: e.obj["metadata"]["creationTimestamp"])[1:]:
             self._delete(extra)
         if run and not live:
+            template = facts.spec(daemonset).get("template") or {}
             self._create(daemonset, template, digest, node_name)
 
     def _create(
@@ -211,12 +232,10 @@ class DaemonSetController:
 
     def _write_status(self, entry: Entry) -> None:
         daemonset = entry.obj
-        template = facts.spec(daemonset).get("template") or {}
-        pod_spec = template.get("spec") or {}
-        digest = template_hash(template)
+        fit, digest = self._template_of(daemonset)
         desired = current = misscheduled = ready = updated = 0
         for node in self.access.entries(self.access.nodes):
-            run, _ = placement(pod_spec, node.obj)
+            run, _ = fit.placement(node.obj)
             live = [
                 p.obj
                 for p in self.pods_on(daemonset, node.obj["metadata"]["name"])

@@ -30,6 +30,7 @@ its cached record with the new node and phase instead of parsing it again.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any, Final
@@ -230,7 +231,10 @@ class Planner:
             return _PodRecord(entry, None, f"invalid pod: {exc}")
 
     def _group(self, shape: bytes) -> int:
-        return self._groups.setdefault(shape, len(self._groups))
+        # A digest keeps the table small when every pod is unique (StatefulSets).
+        return self._groups.setdefault(
+            hashlib.blake2b(shape, digest_size=16).digest(), len(self._groups)
+        )
 
     def node(self, entry: Entry) -> Node:
         name = entry.obj["metadata"]["name"]

@@ -21,6 +21,7 @@ async def test_deleting_a_deployment_removes_its_replicasets_and_pods(cluster):
     store.delete("deployments", "web", "default")
     await eventually(lambda: not store.list("replicasets", "default"), what="ReplicaSets gone")
     await eventually(lambda: not pods(cluster), what="pods gone after their grace period")
+    await eventually(cluster.idle, what="no controller work left")
 
 
 async def test_deleting_a_node_removes_its_pods_and_lease(cluster):
