@@ -23,9 +23,11 @@ pods against 8,000 nodes:
    4,000. When room may be left over, the pass reports `PassResult.saturated` and the
    dirty nodes are tried again.
 
-Records are projected from stored dicts once per object version (``pod_from_dict``,
-``node_from_dict``) and cached; a binding or status change re-projects a pod by copying
-its cached record with the new node and phase instead of parsing it again.
+Records are projected from stored dicts and cached: a Node once per version
+(``node_from_dict``); a pod once per group of identical pods (namespace, labels,
+annotations, owners and spec but the node — a Deployment's pods are one group), every
+other pod of the group, and every later version of a pod, as a copy of that record with
+its own name, uid, node and status.
 """
 
 from __future__ import annotations
