@@ -120,7 +120,8 @@ def emulator(tmp_path_factory):
 def with_api(emulator, **settings: str) -> dict[str, str]:
     """Settings for a controller that can reach the emulator, on free ports."""
     return controller_env(KUBECONFIG=str(emulator.kubeconfig), METRICS_PORT=str(free_port()),
-                          HEALTH_PROBE_PORT=str(free_port()), **settings)  # fmt: skip
+                          HEALTH_PROBE_PORT=str(free_port()), CLOUD_PROVIDER="fake",
+                          **settings)  # fmt: skip
 
 
 @pytest.mark.timeout(60)

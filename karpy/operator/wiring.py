@@ -4,9 +4,11 @@
   ``KUBE_CLIENT_BURST``), one for leader election alone (not rate-limited, its own
   connection pool), as Karpenter configures its leader-election client;
 * an `Informer` per watched kind (`karpy.kube.watched.WATCHED`) feeding `ClusterState`;
+* the cloud provider ``CLOUD_PROVIDER`` names, wrapped to export its call metrics;
 * the leader elector (or `NoElection` with ``DISABLE_LEADER_ELECTION=true``) and the
-  writers it gates: the node-lease garbage collector today, provisioning and disruption
-  later (append them to ``writers``);
+  writers it gates: every controller of `karpy.operator.controllers` (provisioning, the
+  NodeClaim lifecycle, termination, garbage collection, NodePool status, node leases,
+  the event recorder);
 * the event-loop watchdog and the health and metrics servers.
 
 ``components`` is what `karpy.operator.Operator` runs. ``DISABLE_CONTROLLER_WARMUP=true``
@@ -20,6 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from karpy.base.clock import SYSTEM_CLOCK
+from karpy.cloud.factory import build_provider
+from karpy.cloud.metered import MeteredCloudProvider
+from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.kube.backoff import TokenBucket
 from karpy.kube.client import KubeClient
 from karpy.kube.informer import Informer
@@ -27,11 +33,10 @@ from karpy.kube.informers import InformerSet
 from karpy.kube.leaderelection import ElectionConfig, LeaderElector, NoElection, default_identity
 from karpy.kube.transport import Transport, load_configuration
 from karpy.kube.watched import WATCHED
-from karpy.lifecycle.leasegc import LeaseGarbageCollection
 from karpy.observability.health import LoopWatchdog
 from karpy.observability.metrics import Metrics
 from karpy.observability.server import HTTPServers
-from karpy.reconcile import Controller
+from karpy.operator.controllers import build_controllers
 from karpy.state.cluster import ClusterState
 
 if TYPE_CHECKING:
@@ -79,12 +84,22 @@ class Runtime:
             Informer(spec, self.transport, self.state, metrics=self.metrics, limiter=limiter)
             for spec in WATCHED
         ]
-        lease_gc = LeaseGarbageCollection(self.state, self.client, grace=timings.lease_gc_grace,
-                                          metrics=self.metrics)  # fmt: skip
-        writers: list[Component] = [
-            Controller(lease_gc, self.state, resync=timings.lease_gc_period,
-                       metrics=self.metrics.controllers),
-        ]  # fmt: skip
+        self.unavailable = UnavailableOfferings()
+        provider = build_provider(settings, client=self.client, state=self.state,
+                                  unavailable=self.unavailable, clock=SYSTEM_CLOCK,
+                                  controller_metrics=self.metrics.controllers)  # fmt: skip
+        self.provider = MeteredCloudProvider(provider, self.metrics.karpenter)
+        # Events have their own token bucket, as client-go's broadcaster has its own client:
+        # a burst of Events never delays a launch or a drain.
+        event_client = KubeClient(
+            self.transport, name="events", metrics=self.metrics, max_attempts=1,
+            limiter=TokenBucket(settings.kube_client_qps, settings.kube_client_burst),
+        )  # fmt: skip
+        writers: list[Component] = build_controllers(
+            settings, state=self.state, client=self.client, event_client=event_client,
+            provider=self.provider, unavailable=self.unavailable, metrics=self.metrics,
+            clock=SYSTEM_CLOCK, timings=timings,
+        )  # fmt: skip
         self.elector: LeaderElector | NoElection
         if settings.disable_leader_election:
             self.elector = NoElection(writers, metrics=self.metrics,

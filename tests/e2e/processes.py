@@ -79,6 +79,7 @@ class ControllerProcess:
         self.health_port = free_port()
         settings = {
             "CLUSTER_NAME": "e2e",
+            "CLOUD_PROVIDER": "fake",
             "KUBECONFIG": str(kubeconfig),
             "METRICS_PORT": str(self.metrics_port),
             "HEALTH_PROBE_PORT": str(self.health_port),

@@ -22,7 +22,7 @@ from tests.kube.helpers import eventually
 
 
 def settings(**kw) -> Settings:
-    return Settings(cluster_name="test", metrics_port=0, health_probe_port=0,
+    return Settings(cluster_name="test", cloud_provider="fake", metrics_port=0, health_probe_port=0,
                     leader_election_namespace="kube-system", **kw)  # fmt: skip
 
 

@@ -1,0 +1,48 @@
+"""The fake cloud provider (``CLOUD_PROVIDER=fake``), modelled on Karpenter's KWOK provider.
+
+An instance is a Node object written through the API; see `provider` for launches,
+`catalog` for the instance types, `faults` for injected capacity errors and failures,
+`nodeclass` for EC2NodeClass readiness without AWS.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from karpy.cloud.fake.catalog import embedded_catalog, load_catalog
+from karpy.cloud.fake.faults import FakeFaults
+from karpy.cloud.fake.provider import FakeCloudProvider
+
+if TYPE_CHECKING:
+    from karpy.base.clock import Clock
+    from karpy.cloud.unavailable import UnavailableOfferings
+    from karpy.kube.client import KubeClient
+    from karpy.observability.controller_metrics import ControllerMetrics
+    from karpy.settings import Settings
+    from karpy.state.cluster import ClusterState
+
+__all__ = ["FakeCloudProvider", "FakeFaults", "build"]
+
+
+def build(
+    settings: Settings,
+    *,
+    client: KubeClient,
+    state: ClusterState,
+    unavailable: UnavailableOfferings,
+    clock: Clock,
+    controller_metrics: ControllerMetrics | None = None,
+) -> FakeCloudProvider:
+    """The fake provider ``settings`` describe; `UsageError` for a bad catalog file."""
+    path = settings.fake_instance_types
+    catalog = load_catalog(path) if path else embedded_catalog()
+    return FakeCloudProvider(
+        catalog,
+        client=client,
+        state=state,
+        unavailable=unavailable,
+        faults=FakeFaults(settings.fake_insufficient_capacity),
+        registration_delay=settings.fake_registration_delay / 1e9,
+        clock=clock,
+        controller_metrics=controller_metrics,
+    )

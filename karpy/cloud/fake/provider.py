@@ -1,0 +1,259 @@
+"""`FakeCloudProvider`: a cloud whose instances are Node objects, like Karpenter's KWOK.
+
+``create`` picks, among the instance types the NodeClaim's requirements allow whose
+allocatable holds its requests, the cheapest available offering its requirements allow,
+skipping offerings in the insufficient-capacity cache. Offerings the faults declare out of
+capacity are tried and fail as EC2 fleet launches do: each is marked unavailable and the
+next cheapest is tried; when none is left the launch raises `InsufficientCapacity` naming
+them all. The chosen instance is then written as a Node (`karpy.cloud.fake.nodes`), at
+once or ``FAKE_REGISTRATION_DELAY`` later (a booting instance).
+
+Launches are idempotent: the Node is named after the NodeClaim, so a repeated ``create``
+finds it and returns it. ``get`` and ``list`` read the Nodes from the cluster state (the
+informers' copy of the API server), never a record of what this process launched; the only
+thing held in memory is a delayed launch not yet written, which a restart forgets (the
+NodeClaim then never registers and liveness deletes it, as with a lost EC2 launch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+from karpy.base.clock import SYSTEM_CLOCK
+from karpy.cloud.errors import (
+    CreateError,
+    InsufficientCapacity,
+    NodeClaimNotFound,
+    NodeClassNotReady,
+)
+from karpy.cloud.fake import nodes
+from karpy.cloud.fake.faults import FakeFaults
+from karpy.cloud.fake.nodeclass import FakeNodeClassReadiness
+from karpy.cloud.provider import Instance, RepairPolicy
+from karpy.kube.errors import AlreadyExists, NotFound
+from karpy.kube.resources import NODES
+from karpy.log import get_logger, obj_ref
+from karpy.reconcile import Controller
+from karpy.scheduling.requirements import Requirement, Requirements
+from karpy.scheduling.resources import fits
+from karpy.state.records import node_info
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from karpy.apis.nodeclaim import NodeClaim
+    from karpy.apis.nodepool import NodePool
+    from karpy.base.clock import Clock
+    from karpy.base.component import Component
+    from karpy.cloud.unavailable import UnavailableOfferings
+    from karpy.kube.client import KubeClient
+    from karpy.observability.controller_metrics import ControllerMetrics
+    from karpy.scheduling.catalog import Catalog
+    from karpy.scheduling.instancetypes import InstanceType, Offering
+    from karpy.state.cluster import ClusterState
+
+__all__ = ["FakeCloudProvider"]
+
+log = get_logger("fake.cloud")
+
+NODECLASS_RESYNC: Final = 300.0
+
+
+REPAIR_TOLERATION: Final = timedelta(minutes=10)
+
+
+class FakeCloudProvider:
+    name = "fake"
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        client: KubeClient,
+        state: ClusterState,
+        unavailable: UnavailableOfferings,
+        faults: FakeFaults | None = None,
+        registration_delay: float = 0.0,
+        clock: Clock = SYSTEM_CLOCK,
+        controller_metrics: ControllerMetrics | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.client = client
+        self.state = state
+        self.unavailable = unavailable
+        self.faults = faults or FakeFaults()
+        self.registration_delay = registration_delay
+        self.clock = clock
+        self.controller_metrics = controller_metrics
+        self.types_by_name = {it.name: it for it in catalog.instance_types}
+        self._booting: dict[str, Instance] = {}  # NodeClaim name -> instance not yet a Node
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def well_known_labels(self) -> frozenset[str]:
+        return self.catalog.well_known_labels
+
+    async def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:
+        self.faults.check("get_instance_types")
+        return self.catalog.instance_types
+
+    # -- launch ------------------------------------------------------------------------
+
+    async def create(self, nodeclaim: NodeClaim) -> Instance:
+        self.faults.check("create")
+        booting = self._booting.get(nodeclaim.name)
+        if booting is not None:
+            return booting
+        existing = await self.client.try_get(NODES, nodeclaim.name)
+        if existing is not None:
+            return self._instance_of(existing)
+        self._check_node_class(nodeclaim)
+        it, offering = self._choose(nodeclaim)
+        node = nodes.node_for(nodeclaim, it, offering)
+        if self.registration_delay > 0:
+            instance = self._instance_of(node)
+            self._booting[nodeclaim.name] = instance
+            task = asyncio.create_task(self._boot(nodeclaim.name, node))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return instance
+        return self._instance_of(await self._write(node))
+
+    def _check_node_class(self, claim: NodeClaim) -> None:
+        ref = claim.spec.node_class_ref
+        node_class = self.state.snapshot().ec2nodeclasses.get(ref.name)
+        if ref.kind != "EC2NodeClass" or node_class is None:
+            raise NodeClassNotReady(f'{ref.kind} "{ref.name}" not found')
+        if node_class.metadata.deletion_timestamp is not None:
+            raise NodeClassNotReady(f'{ref.kind} "{ref.name}" is terminating')
+
+    def _choose(self, claim: NodeClaim) -> tuple[InstanceType, Offering]:
+        """The cheapest launchable (instance type, offering) for ``claim``; offerings out
+        of capacity on the way are marked unavailable."""
+        requirements = Requirements(
+            Requirement.new(r.key, r.operator, r.values) for r in claim.spec.requirements
+        )
+        requests = claim.spec.resources.requests
+        offline = self.unavailable.current()
+        candidates: list[tuple[float, str, Offering, InstanceType]] = []
+        for it in self.catalog.instance_types:
+            if it.requirements.intersects(requirements) is not None:
+                continue
+            if not fits(requests, it.allocatable):
+                continue
+            for offering in it.offerings:
+                if not offering.available or not offering.compatible(requirements):
+                    continue
+                if (it.name, offering.zone, offering.capacity_type) in offline:
+                    continue
+                candidates.append((offering.price, it.name, offering, it))
+        if not candidates:
+            raise CreateError(
+                f"no instance type and offering satisfies the NodeClaim's requirements and "
+                f"requests ({len(self.catalog.instance_types)} types considered)",
+                "InstanceTypeNotFound",
+            )
+        candidates.sort(key=lambda c: (c[0], c[1], c[2].zone, c[2].capacity_type))
+        exhausted: list[tuple[str, str, str]] = []
+        for _, _, offering, it in candidates:
+            key = (it.name, offering.zone, offering.capacity_type)
+            if self.faults.no_capacity(key):
+                exhausted.append(key)
+                continue
+            if exhausted:
+                self.unavailable.mark(exhausted)
+            return it, offering
+        self.unavailable.mark(exhausted)
+        raise InsufficientCapacity(
+            f"insufficient capacity for all {len(exhausted)} offerings the NodeClaim allows",
+            tuple(exhausted),
+        )
+
+    async def _write(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
+        name = node["metadata"]["name"]
+        try:
+            created: Mapping[str, Any] = await self.client.create(NODES, node)
+        except AlreadyExists:
+            existing: Mapping[str, Any] | None = await self.client.try_get(NODES, name)
+            if existing is None:
+                raise
+            return existing
+        log.debug("fake instance started", **obj_ref("Node", name))
+        return created
+
+    async def _boot(self, name: str, node: Mapping[str, Any]) -> None:
+        try:
+            await self.clock.sleep(self.registration_delay)
+            await self._write(node)
+        except Exception as exc:  # logged; the NodeClaim's liveness deletes it
+            log.warning("fake instance failed to boot", **obj_ref("Node", name), error=str(exc))
+        finally:
+            self._booting.pop(name, None)
+
+    def _instance_of(self, node: Mapping[str, Any]) -> Instance:
+        return nodes.instance_from_node(node_info(node), self.types_by_name, terminating=False)
+
+    # -- read --------------------------------------------------------------------------
+
+    async def get(self, provider_id: str) -> Instance:
+        self.faults.check("get")
+        name = nodes.node_name_of(provider_id)
+        if name is None:
+            raise NodeClaimNotFound(f"{provider_id!r} is not a fake provider ID")
+        booting = self._booting.get(name)
+        if booting is not None and booting.provider_id == provider_id:
+            return booting
+        node = self.state.snapshot().nodes.get(name)
+        if (
+            node is None
+            or node.provider_id != provider_id
+            or nodes.TERMINATED_LABEL in node.node.labels
+        ):
+            raise NodeClaimNotFound(f"instance {provider_id} not found")
+        return nodes.instance_from_node(node, self.types_by_name, terminating=False)
+
+    async def list(self) -> Sequence[Instance]:
+        self.faults.check("list")
+        out = list(self._booting.values())
+        for node in self.state.snapshot().nodes.values():
+            if nodes.node_name_of(node.provider_id) != node.name:
+                continue
+            terminating = nodes.TERMINATED_LABEL in node.node.labels
+            out.append(nodes.instance_from_node(node, self.types_by_name, terminating=terminating))
+        return out
+
+    # -- terminate ---------------------------------------------------------------------
+
+    async def delete(self, nodeclaim: NodeClaim) -> None:
+        self.faults.check("delete")
+        name = nodes.node_name_of(nodeclaim.status.provider_id) or nodeclaim.name
+        self._booting.pop(name, None)
+        node = self.state.snapshot().nodes.get(name)
+        if node is not None and nodes.TERMINATED_LABEL in node.node.labels:
+            raise NodeClaimNotFound(f"instance of NodeClaim {nodeclaim.name} already terminated")
+        try:
+            await self.client.patch(
+                NODES, name, {"metadata": {"labels": {nodes.TERMINATED_LABEL: "true"}}}
+            )
+            await self.client.delete(NODES, name)
+        except NotFound:
+            raise NodeClaimNotFound(f"instance of NodeClaim {nodeclaim.name} not found") from None
+        log.debug("fake instance terminating", **obj_ref("Node", name))
+
+    # -- the rest of the protocol ------------------------------------------------------
+
+    async def is_drifted(self, nodeclaim: NodeClaim) -> str:
+        return ""
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        return (
+            RepairPolicy("Ready", "False", REPAIR_TOLERATION),
+            RepairPolicy("Ready", "Unknown", REPAIR_TOLERATION),
+        )
+
+    def controllers(self) -> Sequence[Component]:
+        readiness = FakeNodeClassReadiness(self.state, self.client, clock=self.clock)
+        return (Controller(readiness, self.state, resync=NODECLASS_RESYNC, clock=self.clock,
+                           metrics=self.controller_metrics),)  # fmt: skip

@@ -1,0 +1,107 @@
+"""The controllers a leading `karpy controller` runs, built in one place.
+
+Every one is a `karpy.reconcile.Controller` around a reconciler, except the batcher
+(which times provisioning windows) and the event recorder (which sends Events); all are
+*writers*, started when this process wins the lease and stopped when it loses it.
+
+=======================  =========================================  ======  =======
+controller               reconciler                                 workers resync
+=======================  =========================================  ======  =======
+provisioner              `Provisioner` (+ `Batcher`)                1       10 s
+nodeclaim.lifecycle      `NodeClaimLifecycle`                       64      5 min
+node.termination         `NodeTermination`                          32      1 min
+nodeclaim.garbagecoll.   `GarbageCollection`                        1       2 min
+nodepool.readiness       `NodePoolReadiness`                        4       5 min
+nodepool.counter         `NodePoolCounter`                          4       1 min
+nodepool.hash            `NodePoolHash`                             1       5 min
+lease.garbagecollection  `LeaseGarbageCollection`                   1       1 min
+=======================  =========================================  ======  =======
+
+plus the cloud provider's own controllers (`CloudProvider.controllers`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from karpy.kube.events import EventRecorder
+from karpy.lifecycle.context import Lifecycle
+from karpy.lifecycle.garbagecollection import PERIOD as GC_PERIOD
+from karpy.lifecycle.garbagecollection import GarbageCollection
+from karpy.lifecycle.leasegc import LeaseGarbageCollection
+from karpy.lifecycle.nodeclaim import NodeClaimLifecycle
+from karpy.lifecycle.termination import termination_controllers
+from karpy.nodepools.counter import NodePoolCounter
+from karpy.nodepools.hash import NodePoolHash
+from karpy.nodepools.readiness import NodePoolReadiness
+from karpy.provisioning.batcher import Batcher
+from karpy.provisioning.provisioner import ROUND, Provisioner
+from karpy.reconcile import Controller
+
+if TYPE_CHECKING:
+    from karpy.base.clock import Clock
+    from karpy.base.component import Component
+    from karpy.cloud.provider import CloudProvider
+    from karpy.cloud.unavailable import UnavailableOfferings
+    from karpy.kube.client import KubeClient
+    from karpy.observability.metrics import Metrics
+    from karpy.operator.wiring import RuntimeTimings
+    from karpy.settings import Settings
+    from karpy.state.cluster import ClusterState
+
+__all__ = ["build_controllers"]
+
+LIFECYCLE_WORKERS: Final = 64
+TERMINATION_WORKERS: Final = 32
+PENDING_RESYNC: Final = 10.0  # Karpenter requeues pending pods every 10 s
+SLOW_RESYNC: Final = 300.0
+
+
+def build_controllers(
+    settings: Settings,
+    *,
+    state: ClusterState,
+    client: KubeClient,
+    event_client: KubeClient,
+    provider: CloudProvider,
+    unavailable: UnavailableOfferings,
+    metrics: Metrics,
+    clock: Clock,
+    timings: RuntimeTimings,
+) -> list[Component]:
+    recorder = EventRecorder(event_client, clock=clock, metrics=metrics)
+    karpenter = metrics.karpenter
+    cm = metrics.controllers
+
+    def controller(reconciler: object, **kw: object) -> Controller:
+        return Controller(reconciler, state, clock=clock, metrics=cm, **kw)  # type: ignore[arg-type]
+
+    batcher = Batcher(
+        settings.batch_idle_duration / 1e9,
+        settings.batch_max_duration / 1e9,
+        lambda: provisioning.enqueue(ROUND),
+        clock=clock,
+    )
+    provisioner = Provisioner(state, client, provider, recorder, settings,
+                              trigger=batcher.trigger, unavailable=unavailable,
+                              metrics=karpenter, clock=clock)  # fmt: skip
+    provisioning = controller(provisioner, resync=PENDING_RESYNC)
+    lifecycle = Lifecycle(state, client, provider, recorder, unavailable, clock, karpenter)
+    components: list[Component] = [
+        recorder,
+        batcher,
+        provisioning,
+        controller(NodeClaimLifecycle(lifecycle), workers=LIFECYCLE_WORKERS, resync=SLOW_RESYNC,
+                   base_delay=1.0, max_delay=60.0),  # Karpenter's launch backoff: 1 s .. 1 min
+        controller(GarbageCollection(lifecycle), resync=GC_PERIOD),
+        controller(NodePoolReadiness(state, client, recorder, clock=clock), workers=4,
+                   resync=SLOW_RESYNC),
+        controller(NodePoolCounter(state, client, clock=clock), workers=4, resync=60.0),
+        controller(NodePoolHash(state, client), resync=SLOW_RESYNC),
+        controller(LeaseGarbageCollection(state, client, grace=timings.lease_gc_grace,
+                                          metrics=metrics), resync=timings.lease_gc_period),
+    ]  # fmt: skip
+    components += termination_controllers(state, client, provider, recorder, metrics=metrics,
+                                          clock=clock, workers=TERMINATION_WORKERS)  # fmt: skip
+    components += provider.controllers()
+    return components
