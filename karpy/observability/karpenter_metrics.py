@@ -197,8 +197,7 @@ class KarpenterMetrics:
         )  # fmt: skip
         self.events_dropped = Counter(
             "karpy_events_dropped_total",
-            "Events not written, by reason and why (duplicate, spam, queue_full, "
-            "not_leading).",
+            "Events not written, by reason and why (duplicate, spam, queue_full, not_leading).",
             ["reason", "why"],
             registry=r,
         )

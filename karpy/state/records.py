@@ -190,6 +190,11 @@ class NodeInfo:
         return self.node.provider_id
 
 
+def _owner(ref: Mapping[str, Any]) -> OwnerRef:
+    return OwnerRef(str(ref.get("kind", "")), str(ref.get("name", "")), str(ref.get("uid", "")),
+                    str(ref.get("apiVersion", "")))  # fmt: skip
+
+
 def node_info(data: Mapping[str, Any]) -> NodeInfo:
     meta = data.get("metadata") or {}
     node = node_from_dict(data)
@@ -208,11 +213,7 @@ def node_info(data: Mapping[str, Any]) -> NodeInfo:
         deletion_timestamp=parse_time(meta.get("deletionTimestamp")),
         uid=str(meta.get("uid", "")),
         finalizers=tuple(str(f) for f in meta.get("finalizers") or ()),
-        owners=tuple(
-            OwnerRef(str(o.get("kind", "")), str(o.get("name", "")), str(o.get("uid", "")),
-                     str(o.get("apiVersion", "")))
-            for o in meta.get("ownerReferences") or ()
-        ),  # fmt: skip
+        owners=tuple(_owner(o) for o in meta.get("ownerReferences") or ()),
         spec_taints=node.taints[: len(raw_taints)],
         conditions=conditions,
     )

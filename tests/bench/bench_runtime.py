@@ -183,7 +183,8 @@ def run() -> dict[str, Any]:
         api.stdout.readline()
         url = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
         fill_seconds = asyncio.run(_fill(url))
-        controller_env = {**env, "CLUSTER_NAME": "bench", "CLOUD_PROVIDER": "fake", "KUBECONFIG": str(kubeconfig),
+        controller_env = {**env, "CLUSTER_NAME": "bench", "CLOUD_PROVIDER": "fake",
+                          "KUBECONFIG": str(kubeconfig),
                           "METRICS_PORT": "18480", "HEALTH_PROBE_PORT": "18481",
                           "LEADER_ELECTION_NAMESPACE": "kube-system"}  # fmt: skip
         started = time.perf_counter()
