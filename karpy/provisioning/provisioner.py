@@ -76,7 +76,7 @@ class Provisioner:
     """The reconciler (see the module docstring)."""
 
     name = "provisioner"
-    watches = frozenset({kinds.POD, kinds.NODE})
+    watches = frozenset({kinds.POD, kinds.NODE, kinds.NODECLAIM})
 
     def __init__(
         self,
@@ -117,6 +117,18 @@ class Provisioner:
 
     def keys_for(self, change: StateChange) -> Iterable[str]:
         new = change.new
+        if change.kind == kinds.NODECLAIM:
+            # The informer has it now (or saw it go): it no longer needs standing in for.
+            self._created.pop(change.key, None)
+            # Capacity that was promised and will not come (a launch refused, a NodeClaim
+            # deleted): its pods need another home now, not at the next resync.
+            ending = new is None or (
+                new.metadata.deletion_timestamp is not None
+                and (change.old is None or change.old.metadata.deletion_timestamp is None)
+            )
+            if ending and self.state.snapshot().pending:
+                self.trigger(f"nodeclaim/{change.key}")
+            return ()
         if new is None:
             return ()
         if change.kind == kinds.POD:
@@ -160,7 +172,7 @@ class Provisioner:
         results = await asyncio.to_thread(scheduler.solve, inputs.pods, budget=self.timeout)
         created = await self._create_all(results.new_nodeclaims, snapshot, compiled)
         self._nominate_existing(results, snapshot)
-        self._report_unschedulable(results)
+        self._report_unschedulable(results, _unused_pools(snapshot, compiled))
         self._observe(results, inputs.pending, created, time.perf_counter() - started,
                       nominated=inputs.nominated)  # fmt: skip
         self.rounds += 1
@@ -270,7 +282,8 @@ class Provisioner:
     def _created_claim(
         self, plan: NodeClaimPlan, claim: NodeClaim, usage: dict[str, dict[str, int]]
     ) -> None:
-        self._created[claim.name] = (claim, self.clock.monotonic())
+        if claim.name not in self.state.snapshot().nodeclaims:  # else the informer was first
+            self._created[claim.name] = (claim, self.clock.monotonic())
         pool_usage = usage.setdefault(plan.nodepool, {})
         for resource, value in plan.instance_type.capacity.items():
             pool_usage[resource] = pool_usage.get(resource, 0) + value
@@ -296,7 +309,7 @@ class Provisioner:
 
     # --- explaining ------------------------------------------------------------------------
 
-    def _report_unschedulable(self, results: Results) -> None:
+    def _report_unschedulable(self, results: Results, unused_pools: str) -> None:
         ignored = 0
         for item in results.unschedulable:
             reason = item.render()
@@ -304,6 +317,8 @@ class Provisioner:
                 ignored += 1
                 if AVOIDS_KARPENTER in reason:
                     continue  # pods that avoid karpenter's nodes get no event, as Karpenter
+            elif unused_pools:
+                reason = f"{reason}; {unused_pools}"
             self._failed(item.pod, reason)
         if self.metrics is not None:
             self.metrics.ignored_pods.set(ignored)
@@ -428,3 +443,22 @@ def _quantity(resource: str, milli: int) -> str:
 
 def _quantities(resources: dict[str, int] | Any) -> dict[str, str]:
     return {name: _quantity(name, value) for name, value in sorted(resources.items())}
+
+
+def _unused_pools(snapshot: StateSnapshot, compiled: CompiledContext) -> str:
+    """Why the NodePools a round could not use were left out ("" when it used all), so a
+    pod's FailedScheduling says why a pool it may have been meant for did not count."""
+    used = {p.template.nodepool for p in compiled.context.pools}
+    reasons = {s.template.nodepool: s.reason for s in compiled.context.skipped}
+    reasons.update(compiled.unusable)
+    for pool in snapshot.nodepools.values():
+        if pool.name in used or pool.name in reasons or pool.is_static:
+            continue
+        if pool.metadata.deletion_timestamp is not None:
+            reasons[pool.name] = "being deleted"
+            continue
+        ready = next((c for c in pool.status.conditions if c.type == "Ready"), None)
+        if ready is None or ready.status != "True":
+            detail = f" ({ready.message})" if ready is not None and ready.message else ""
+            reasons[pool.name] = f"not ready{detail}"
+    return "; ".join(f'nodepool "{name}" skipped: {why}' for name, why in sorted(reasons.items()))

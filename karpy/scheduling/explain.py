@@ -208,6 +208,21 @@ class Explainer:
         requests = merge(shape.requests, overhead)
         message = _resources_message(index, offered, requests)
         if message:
+            fitting = options & index.fits_mask(requests)
+            if fitting:  # big enough types exist; none of them can be bought right now
+                example = min(
+                    index.members(fitting),
+                    key=lambda it: (
+                        it.capacity.get("cpu", 0),
+                        it.capacity.get("memory", 0),
+                        it.name,
+                    ),
+                ).name
+                return (
+                    f"instance types with {render_resources(requests)} (e.g. {example}) have "
+                    f"no available offering for {_offer_terms(reqs)} (none offered, or "
+                    "insufficient capacity recently)"
+                )
             return message
         for key, req in sorted(reqs.items()):
             if req.min_values is not None:

@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -87,9 +88,11 @@ class ControllerProcess:
             "POD_NAME": name,
             **(env or {}),
         }
+        # A file, not a pipe: a long run's warnings must never fill a pipe nobody reads.
+        self._stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed by finish
         self.process = subprocess.Popen(
             [sys.executable, "-m", "karpy", "controller", *argv],
-            env=clean_env(**settings), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=clean_env(**settings), stdout=subprocess.PIPE, stderr=self._stderr, text=True,
         )  # fmt: skip
         self.lines: list[dict[str, Any]] = []
         self.stderr = ""
@@ -129,10 +132,10 @@ class ControllerProcess:
             self.process.kill()
             self.process.wait()
         self._reader.join(5)
-        assert self.process.stderr is not None
-        if not self.process.stderr.closed:
-            self.stderr = self.process.stderr.read()
-            self.process.stderr.close()
+        if not self._stderr.closed:
+            self._stderr.seek(0)
+            self.stderr = self._stderr.read()
+            self._stderr.close()
         return int(self.process.returncode)
 
     def kill(self) -> None:

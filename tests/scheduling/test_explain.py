@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from karpy.scheduling.solver import ClusterSnapshot, Scheduler
 from tests import factories as f
+from tests.scheduling.builders import ZONES, context, instance_type, offerings, pod
 from tests.scheduling.scenario import ZONE, Round, catalog, entry
 
 GPU_POOL = f.nodepool(
@@ -90,4 +92,26 @@ def test_affinity_to_nothing_says_so() -> None:
     pod = f.pod("app", pod_affinity=[f.pod_affinity_term(ZONE, match_labels={"app": "db"})])
     assert Round(pod).reason(pod) == (
         "pod affinity on topology.kubernetes.io/zone: no pod with app=db is running or planned"
+    )
+
+
+def test_types_big_enough_but_not_purchasable_are_told_apart_from_types_too_small() -> None:
+    # r5a.8xlarge would hold the pod, but its spot offerings are in the insufficient-
+    # capacity cache: the reason must say so rather than blame the instance types' size.
+    spot_and_on_demand = ("spot", "on-demand")
+    small = instance_type(
+        "m5.large", "2", "8Gi", offers=offerings(0.1, capacity_types=spot_and_on_demand)
+    )
+    big = instance_type(
+        "r5a.8xlarge", "32", "256Gi", offers=offerings(1.0, capacity_types=spot_and_on_demand)
+    )
+    out = frozenset(("r5a.8xlarge", zone, "spot") for zone in ZONES)
+    ctx = context([small, big], unavailable_offerings=out)
+    web = pod("web", requests={"memory": "100Gi"},
+              node_selector={"karpenter.sh/capacity-type": "spot"})  # fmt: skip
+    (refused,) = Scheduler(ctx, ClusterSnapshot()).solve([web]).unschedulable
+    assert refused.render() == (
+        "instance types with {memory: 100Gi, pods: 1} "
+        "(e.g. r5a.8xlarge) have no available offering for karpenter.sh/capacity-type In "
+        "[spot] (none offered, or insufficient capacity recently)"
     )

@@ -2,7 +2,8 @@
 
 ``create`` picks, among the instance types the NodeClaim's requirements allow whose
 allocatable holds its requests, the cheapest available offering its requirements allow,
-skipping offerings in the insufficient-capacity cache. Offerings the faults declare out of
+skipping offerings in the insufficient-capacity cache (when that leaves none, the launch
+fails with `InsufficientCapacity` at once, as EC2 launches do). Offerings the faults declare out of
 capacity are tried and fail as EC2 fleet launches do: each is marked unavailable and the
 next cheapest is tried; when none is left the launch raises `InsufficientCapacity` naming
 them all. The chosen instance is then written as a Node (`karpy.cloud.fake.nodes`), at
@@ -138,6 +139,7 @@ class FakeCloudProvider:
         requests = claim.spec.resources.requests
         offline = self.unavailable.current()
         candidates: list[tuple[float, str, Offering, InstanceType]] = []
+        known_out: list[tuple[str, str, str]] = []
         for it in self.catalog.instance_types:
             if it.requirements.intersects(requirements) is not None:
                 continue
@@ -147,8 +149,15 @@ class FakeCloudProvider:
                 if not offering.available or not offering.compatible(requirements):
                     continue
                 if (it.name, offering.zone, offering.capacity_type) in offline:
+                    known_out.append((it.name, offering.zone, offering.capacity_type))
                     continue
                 candidates.append((offering.price, it.name, offering, it))
+        if not candidates and known_out:
+            raise InsufficientCapacity(
+                f"all {len(known_out)} offerings the NodeClaim allows are unavailable "
+                "(insufficient capacity recently)",
+                tuple(known_out),
+            )
         if not candidates:
             raise CreateError(
                 f"no instance type and offering satisfies the NodeClaim's requirements and "

@@ -1,0 +1,97 @@
+"""End to end: input karpy cannot serve is reported where users look (Events, NodePool
+conditions) and never stops it from serving everything else."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from tests.e2e.cluster import (
+    EXAMPLES,
+    Api,
+    all_running,
+    condition,
+    controller,
+    deployment,
+    eventually,
+    sandbox_process,
+)
+
+pytestmark = [pytest.mark.slow]
+
+FAMILY = "karpenter.kwok.sh/instance-family"
+POOL_LABEL = "karpenter.sh/nodepool"
+
+
+def pool(name: str, *, family: str | None = None, nodeclass: str = "default") -> dict:
+    doc = copy.deepcopy(yaml.safe_load((EXAMPLES / "sandbox" / "nodepool.yaml").read_text()))
+    doc["metadata"]["name"] = name
+    spec = doc["spec"]["template"]["spec"]
+    spec["nodeClassRef"]["name"] = nodeclass
+    if family is not None:
+        spec["requirements"] = [r for r in spec["requirements"] if r["key"] != FAMILY]
+        spec["requirements"].append({"key": FAMILY, "operator": "In", "values": [family]})
+    return doc
+
+
+def failed_scheduling(api: Api, prefix: str) -> list[str]:
+    return [e["message"] for e in api.list("events")
+            if e.get("reason") == "FailedScheduling"
+            and e.get("source", {}).get("component") == "karpenter"
+            and e["involvedObject"]["name"].startswith(prefix)]  # fmt: skip
+
+
+def test_unservable_pools_and_pods_are_explained_and_the_rest_is_served(tmp_path):
+    with sandbox_process(tmp_path) as cluster:
+        api = cluster.api
+        api.apply_examples()
+        api.create("nodepools", pool("no-such-family", family="x"))
+        api.create("nodepools", pool("orphan", nodeclass="missing"))
+        karpy = controller(cluster.kubeconfig)
+        try:
+            karpy.wait_for_message("informers synced", timeout=60)
+            api.create("deployments", deployment("huge", 1, cpu="10000", memory="1Gi"))
+            api.create("deployments", deployment("family-x", 2, cpu="1", spec={
+                "nodeSelector": {POOL_LABEL: "no-such-family"}}))  # fmt: skip
+            api.create("deployments", deployment("orphaned", 2, cpu="1", spec={
+                "nodeSelector": {POOL_LABEL: "orphan"}}))  # fmt: skip
+            api.create("deployments", deployment("web", 8, cpu="1", memory="1Gi"))
+
+            def explained() -> str:
+                for prefix in ("huge-", "family-x-", "orphaned-"):
+                    if not failed_scheduling(api, prefix):
+                        return f"no FailedScheduling event for {prefix}*"
+                orphan = api.get("nodepools", "orphan") or {}
+                if condition(orphan, "Ready") != "False":
+                    return f"NodePool orphan Ready={condition(orphan, 'Ready')}"
+                return ""
+
+            eventually(explained, timeout=60)
+            (huge,) = set(failed_scheduling(api, "huge-"))
+            assert "no instance type has 10000 cpu" in huge or "10k" in huge, huge
+            skipped_family = ('nodepool "no-such-family" skipped: nodepool requirements filtered '
+                              "out all instance types")  # fmt: skip
+            assert all(skipped_family in m for m in failed_scheduling(api, "family-x-"))
+            skipped_orphan = ('nodepool "orphan" skipped: not ready '
+                              '(EC2NodeClass "missing" not found)')  # fmt: skip
+            assert all(skipped_orphan in m for m in failed_scheduling(api, "orphaned-"))
+            orphan = api.get("nodepools", "orphan") or {}
+            ready = next(c for c in orphan["status"]["conditions"] if c["type"] == "Ready")
+            assert ready["reason"] == "NodeClassNotFound"
+            assert '"missing"' in ready["message"]
+
+            def web_served() -> str:
+                pods = [p for p in api.list("pods")
+                        if p["metadata"]["labels"]["app"] == "web"]  # fmt: skip
+                running = [p for p in pods if p["status"].get("phase") == "Running"]
+                return "" if len(running) == 8 else f"{len(running)}/8 web pods running"
+
+            eventually(web_served, timeout=60)
+            pools = {c["metadata"]["labels"][POOL_LABEL] for c in api.list("nodeclaims")}
+            assert pools == {"default"}, "nothing launched for the pools that cannot serve"
+            assert all_running(api, 13).startswith("8/13"), "the others stay pending"
+        finally:
+            karpy.process.terminate()
+            assert karpy.finish() == 0
