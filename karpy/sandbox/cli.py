@@ -5,10 +5,11 @@ Sub-commands (each a function pair below, registered in `SUBCOMMANDS`):
 - ``karpy sandbox apiserver --port N [--crds DIR ...] [--kubeconfig PATH]``: the API
   server emulator alone; prints the kubeconfig path as the first line of stdout and
   serves until SIGINT/SIGTERM.
-- ``karpy sandbox run``: what ``make run`` starts: the emulator with karpy's CRDs and
-  the example NodePool and EC2NodeClass, a few unschedulable pods, and ``karpy
-  controller`` running against it (`karpy.sandbox.demo`); ``--no-controller`` leaves the
-  controller out.
+- ``karpy sandbox run``: what ``make run`` starts: the sandbox cluster, ``karpy
+  controller`` beside it (``CLOUD_PROVIDER=fake``) and a demo that scales a Deployment
+  up and down and narrates what karpy does (`karpy.sandbox.demo`); exits 0 when the
+  demo reached its expected state. Its kubeconfig and logs live in a temporary
+  directory removed on exit.
 - ``karpy sandbox cluster --kubeconfig PATH``: the emulator with stand-ins for
   kube-scheduler, kube-controller-manager and the kubelets (`karpy.sandbox.cluster`);
   prints ``kubeconfig: PATH`` once serving and runs until SIGINT/SIGTERM. It never
@@ -118,53 +119,84 @@ def _apiserver(args: argparse.Namespace) -> int:
 
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    _add_apiserver_arguments(parser)
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free port)")
     parser.add_argument(
-        "--no-controller",
-        action="store_true",
-        help="serve the seeded cluster without starting karpy controller",
+        "--replicas", type=int, default=10, help="pods of the demo Deployment (default 10)"
     )
     parser.add_argument(
-        "--pods", type=int, default=10, help="unschedulable demo pods to create (default 10)"
+        "--scale-up", type=int, default=40, metavar="N",
+        help="pods to scale up to once the first ones run (default 40; 0 skips the step)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--scale-to", type=int, default=3, help="pods to scale down to at the end (default 3)"
     )
     parser.add_argument(
-        "--controller-log-format",
-        choices=("json", "console"),
-        default="json",
+        "--timeout", type=float, default=120.0, metavar="SECONDS",
+        help="how long each step may take before the demo fails (default 120)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the cluster and controller running afterwards"
+    )
+    parser.add_argument(
+        "--controller-log", default=None, metavar="PATH",
+        help="where karpy controller's log goes: a file, or - for this terminal (default: a "
+        "temporary file, shown in part if the demo fails)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--controller-log-format", choices=("json", "console"), default="json",
         help="log format of the demo's controller (default json)",
-    )
+    )  # fmt: skip
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every request (debug)")
 
 
 def _run(args: argparse.Namespace) -> int:
+    peak = max(args.replicas, args.scale_up)
+    if args.replicas < 1 or args.scale_up < 0 or not 0 <= args.scale_to <= peak:
+        raise UsageError(
+            f"--replicas {args.replicas} --scale-up {args.scale_up} --scale-to {args.scale_to}: "
+            "need replicas >= 1, scale-up >= 0 and 0 <= scale-to <= the larger of the two"
+        )
+    return asyncio.run(_run_demo(args))
+
+
+async def _run_demo(args: argparse.Namespace) -> int:
     # Imported here so `karpy sandbox --help` stays instant.
+    import shutil  # noqa: PLC0415
+
     from karpy.sandbox import demo  # noqa: PLC0415
+    from karpy.sandbox.cluster import SandboxCluster  # noqa: PLC0415
 
-    if args.pods < 0:
-        raise UsageError(f"--pods {args.pods}: must be zero or more")
-    objects = demo.example_objects()
-
-    def banner(kubeconfig: Path) -> None:
-        print(kubeconfig)
-        print(f"API server emulator ready; try:\n  kubectl --kubeconfig {kubeconfig} get nodepools")
-        print(f"  kubectl --kubeconfig {kubeconfig} get pods,leases -A")
-        print("Ctrl-C to stop.")
-
-    async def workload(server: APIServer, kubeconfig: Path, stop: asyncio.Event) -> int:
-        demo.seed(server, objects, args.pods)
-        if args.no_controller:
-            await stop.wait()
-            return 0
-        ports = demo.free_ports()
-        print(
-            f"karpy controller: metrics http://127.0.0.1:{ports.metrics}/metrics, "
-            f"readiness http://127.0.0.1:{ports.health}/readyz"
-        )
-        sys.stdout.flush()
-        return await demo.run_controller(
-            kubeconfig, ports, stop, log_format=args.controller_log_format
-        )
-
-    return asyncio.run(_serve(args, banner, workload))
+    workdir = Path(tempfile.mkdtemp(prefix="karpy-sandbox-"))
+    log = (
+        args.controller_log if args.controller_log is not None else str(workdir / "controller.log")
+    )
+    options = demo.DemoOptions(
+        replicas=args.replicas, scale_up=args.scale_up, scale_to=args.scale_to,
+        timeout=args.timeout, keep=args.keep,
+        controller_log=log, log_format=args.controller_log_format,
+    )  # fmt: skip
+    cluster = SandboxCluster(port=args.port, node_ready_delay=0.5, pod_start_delay=0.5,
+                             max_pod_grace_seconds=2.0)  # fmt: skip
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        try:
+            await cluster.start()
+        except OSError as exc:
+            raise UsageError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror}") from None
+        kubeconfig = cluster.write_kubeconfig(workdir / "kubeconfig")
+        print(f"sandbox cluster at {cluster.url}; kubeconfig: {kubeconfig}", flush=True)
+        print(f"  try: kubectl --kubeconfig {kubeconfig} get nodeclaims,nodes,pods", flush=True)
+        status = await demo.run_demo(cluster, kubeconfig, stop, options,
+                                     out=lambda line: print(line, flush=True))  # fmt: skip
+        if status != 0 and args.controller_log is None:
+            demo.show_log_tail(Path(log))
+        return status
+    finally:
+        await cluster.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _add_cluster_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,14 +1,22 @@
-"""The sandbox demo behind ``make run``: an emulated cluster with karpy's controller on it.
+"""The sandbox demo behind ``make run``: karpy provisioning for a workload, end to end.
 
-`Demo` starts the API server emulator with karpy's CRDs, applies the example NodePool and
-EC2NodeClass from ``deploy/examples/``, creates a few pods that the kube-scheduler has
-marked unschedulable (what karpy acts on), and runs ``karpy controller`` against it as a
-child process, exactly as it runs in a cluster: its JSON logs go to this terminal, it
-takes the leader lease, syncs its informers and reports ready on its health port.
+`run_demo` runs on a `SandboxCluster` (the API server emulator with kube-scheduler,
+kube-controller-manager and kubelet stand-ins) and starts ``karpy controller`` beside it
+as a separate process with ``CLOUD_PROVIDER=fake``, exactly as it would run in a cluster
+(its JSON log goes to a file; ``--controller-log -`` shows it on the terminal). Then:
 
-Stopping (SIGINT or SIGTERM) sends SIGTERM to the controller, waits for its graceful
-shutdown, then stops the emulator. If the controller exits on its own the demo stops with
-its exit status, so a broken controller is never hidden behind a running emulator.
+1. it applies the example EC2NodeClass and the sandbox NodePool
+   (``deploy/examples/ec2nodeclass.yaml``, ``deploy/examples/sandbox/nodepool.yaml``);
+2. it creates a Deployment (``inflate``, ``--replicas`` pods of 1 CPU and 1.5 GiB) and
+   narrates what happens as it happens: pods pending, NodeClaims created and launched
+   (instance type, zone, capacity type, price), nodes Ready, pods Running;
+3. once every pod runs on a node whose NodeClaim is initialized, it scales the
+   Deployment up (``--scale-up``) and waits the same way, then down (``--scale-to``)
+   and waits for the extra pods to go;
+4. it prints a summary and exits 0 — or non-zero, saying what did not happen, when a
+   step is not reached within ``--timeout`` seconds or the controller exits.
+
+``--keep`` leaves the cluster and the controller running afterwards until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -19,8 +27,9 @@ import os
 import signal
 import socket
 import sys
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import attrs
 import yaml
@@ -28,128 +37,334 @@ import yaml
 from karpy.errors import UsageError
 
 if TYPE_CHECKING:
-    from karpy.sandbox.apiserver import APIServer
+    from collections.abc import Callable
+
+    from karpy.sandbox.apiserver.client import StoreClient
+    from karpy.sandbox.cluster import SandboxCluster
+
+__all__ = ["DemoOptions", "example_objects", "run_demo", "show_log_tail"]
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "deploy" / "examples"
+EXAMPLES = (REPO / "deploy" / "examples" / "ec2nodeclass.yaml",
+            REPO / "deploy" / "examples" / "sandbox" / "nodepool.yaml")  # fmt: skip
 CLUSTER_NAME = "karpy-sandbox"
 CONTROLLER_STOP_SECONDS = 15.0
+POLL_SECONDS = 0.25
+DEPLOYMENT = "inflate"
 
 
 @attrs.frozen(slots=True)
-class Ports:
-    metrics: int
-    health: int
+class DemoOptions:
+    replicas: int = 10
+    scale_up: int = 40  # 0: no scale-up step
+    scale_to: int = 3
+    timeout: float = 120.0
+    keep: bool = False
+    controller_log: str = ""  # a path, "-" for the terminal, "" for no log at all
+    log_format: str = "json"
 
 
-def free_ports() -> Ports:
-    """Two loopback ports nothing listens on right now (for metrics and health)."""
-    found = []
-    with contextlib.ExitStack() as stack:
-        for _ in range(2):
-            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind(("127.0.0.1", 0))
-            found.append(int(sock.getsockname()[1]))
-    return Ports(metrics=found[0], health=found[1])
-
-
-def example_objects(directory: Path = EXAMPLES) -> list[dict[str, Any]]:
-    """Every object in the YAML files of ``directory``, in file order."""
-    if not directory.is_dir():
-        raise UsageError(f"--examples {directory}: no such directory")
+def example_objects(paths: tuple[Path, ...] = EXAMPLES) -> list[dict[str, Any]]:
+    """Every object in the example files, in file order."""
     objects: list[dict[str, Any]] = []
-    for path in sorted(directory.glob("*.yaml")):
+    for path in paths:
+        if not path.is_file():
+            raise UsageError(f"example manifest {path}: no such file")
         objects.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
     return objects
 
 
-def pending_pod(name: str, cpu: str = "1", memory: str = "1Gi") -> dict[str, Any]:
-    """A pod as the kube-scheduler leaves one it could not place."""
+def deployment(replicas: int) -> dict[str, Any]:
+    labels = {"app": DEPLOYMENT}
     return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": "inflate"}},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": DEPLOYMENT, "namespace": "default", "labels": labels},
         "spec": {
-            "containers": [
-                {
-                    "name": "inflate",
-                    "image": "public.ecr.aws/eks-distro/kubernetes/pause:3.7",
-                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
-                }
-            ]
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{
+                        "name": "inflate",
+                        "image": "public.ecr.aws/eks-distro/kubernetes/pause:3.7",
+                        "resources": {"requests": {"cpu": "1", "memory": "1536Mi"}},
+                    }],
+                },
+            },
         },
-        "status": unschedulable_status(),
-    }
+    }  # fmt: skip
 
 
-def unschedulable_status() -> dict[str, Any]:
-    """The status the kube-scheduler writes on a pod it found no node for."""
-    return {
-        "phase": "Pending",
-        "conditions": [
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": "Unschedulable",
-                "message": "0/0 nodes are available",
-            }
-        ],
-    }
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
-def seed(server: APIServer, objects: list[dict[str, Any]], pods: int) -> None:
-    """Apply ``objects`` and create ``pods`` pending pods, through the API's own checks."""
-    for obj in objects:
-        ref = f"{obj.get('apiVersion', '')}/{obj.get('kind', '')}"
-        try:
-            server.store.create(ref, obj)
-        except KeyError as exc:
-            raise UsageError(f"example {obj.get('kind')}: {exc.args[0]}") from None
-    for i in range(pods):
-        created = server.store.create("pods", pending_pod(f"inflate-{i}"))
-        # Status is a subresource: the scheduler's verdict is written there.
-        created["status"] = unschedulable_status()
-        server.store.update_status("pods", created)
-
-
-def controller_env(kubeconfig: Path, ports: Ports) -> dict[str, str]:
-    """The environment of the demo's ``karpy controller``: the sandbox, free ports."""
-    env = dict(os.environ)
+def controller_env(kubeconfig: Path, metrics_port: int, health_port: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBE", "AWS_"))}
     env.update(
         {
             "KUBECONFIG": str(kubeconfig),
             "CLUSTER_NAME": CLUSTER_NAME,
+            "CLOUD_PROVIDER": "fake",
             "LEADER_ELECTION_NAMESPACE": "kube-system",
-            "METRICS_PORT": str(ports.metrics),
-            "HEALTH_PROBE_PORT": str(ports.health),
+            "METRICS_PORT": str(metrics_port),
+            "HEALTH_PROBE_PORT": str(health_port),
             "POD_NAME": "karpy-sandbox",
+            "BATCH_IDLE_DURATION": "1s",
         }
     )
     return env
 
 
-async def run_controller(
-    kubeconfig: Path, ports: Ports, stop: asyncio.Event, *, log_format: str = "json"
-) -> int:
-    """Run ``karpy controller`` until it exits or ``stop`` is set; its exit status."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "karpy",
-        "controller",
-        "--log-format",
-        log_format,
-        env=controller_env(kubeconfig, ports),
-    )
-    stopped = asyncio.ensure_future(stop.wait())
-    exited = asyncio.ensure_future(proc.wait())
-    await asyncio.wait({stopped, exited}, return_when=asyncio.FIRST_COMPLETED)
-    stopped.cancel()
-    if proc.returncode is None:
-        proc.send_signal(signal.SIGTERM)
+class Narrator:
+    """Looks at the cluster a few times a second and says what changed."""
+
+    def __init__(self, store: StoreClient, out: Callable[[str], None]) -> None:
+        self.store = store
+        self.out = out
+        self.started = time.monotonic()
+        self._claims: dict[str, str] = {}  # name -> last state reported
+        self._nodes: dict[str, bool] = {}
+        self._pods: tuple[int, int, int] | None = None
+
+    def say(self, text: str) -> None:
+        self.out(f"[{time.monotonic() - self.started:6.1f}s] {text}")
+
+    def look(self) -> None:
+        for claim in self.store.list("nodeclaims.karpenter.sh"):
+            self._claim(claim)
+        for node in self.store.list("nodes"):
+            name = node["metadata"]["name"]
+            ready = _condition(node, "Ready") == "True"
+            if self._nodes.get(name) != ready and ready:
+                self.say(f"node {name} is Ready")
+            self._nodes[name] = ready
+        pods = [p for p in self.store.list("pods", "default")
+                if p["metadata"].get("labels", {}).get("app") == DEPLOYMENT]  # fmt: skip
+        running = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
+        unschedulable = sum(1 for p in pods if _unschedulable(p))
+        counts = (len(pods), running, unschedulable)
+        if counts != self._pods:
+            pending = len(pods) - running
+            detail = f" ({unschedulable} unschedulable)" if unschedulable else ""
+            self.say(f"pods: {len(pods)} total, {running} running, {pending} pending{detail}")
+            self._pods = counts
+
+    def _claim(self, claim: dict[str, Any]) -> None:
+        name = claim["metadata"]["name"]
+        labels = claim["metadata"].get("labels") or {}
+        if _condition(claim, "Initialized") == "True":
+            state = "initialized"
+        elif _condition(claim, "Launched") == "True":
+            state = "launched"
+        else:
+            state = "created"
+        if self._claims.get(name) == state:
+            return
+        self._claims[name] = state
+        if state == "created":
+            requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}
+            shown = ", ".join(f"{k} {v}" for k, v in sorted(requests.items()))
+            self.say(f"nodeclaim {name} created for {shown}")
+        elif state == "launched":
+            itype = labels.get("node.kubernetes.io/instance-type", "?")
+            zone = labels.get("topology.kubernetes.io/zone", "?")
+            capacity = labels.get("karpenter.sh/capacity-type", "?")
+            price = _price(itype, zone, capacity)
+            cost = f", ${price:.4f}/h" if price is not None else ""
+            self.say(f"nodeclaim {name} launched: {itype} in {zone} ({capacity}{cost})")
+        else:
+            self.say(f"nodeclaim {name} initialized")
+
+
+def _condition(obj: dict[str, Any], type_: str) -> str | None:
+    for condition in (obj.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == type_:
+            return str(condition.get("status"))
+    return None
+
+
+def _unschedulable(pod: dict[str, Any]) -> bool:
+    return any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+               for c in (pod.get("status") or {}).get("conditions") or ())  # fmt: skip
+
+
+def _price(instance_type: str, zone: str, capacity_type: str) -> float | None:
+    from karpy.cloud.fake.catalog import embedded_catalog  # noqa: PLC0415
+
+    for it in embedded_catalog().instance_types:
+        if it.name == instance_type:
+            for offering in it.offerings:
+                if offering.zone == zone and offering.capacity_type == capacity_type:
+                    return offering.price
+    return None
+
+
+def show_log_tail(path: Path, lines: int = 20) -> None:
+    """The end of the controller's log, to see why a demo failed."""
+    try:
+        tail = path.read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return
+    print(f"last {len(tail)} lines of the controller's log:", file=sys.stderr)
+    for line in tail:
+        print(f"  {line}", file=sys.stderr)
+
+
+def settled(store: StoreClient, replicas: int) -> str:
+    """ "" when ``replicas`` pods run, each on a node whose NodeClaim is initialized; else
+    what is still missing."""
+    pods = [p for p in store.list("pods", "default")
+            if p["metadata"].get("labels", {}).get("app") == DEPLOYMENT
+            and not p["metadata"].get("deletionTimestamp")]  # fmt: skip
+    running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+    if len(pods) != replicas or len(running) != replicas:
+        return f"{len(running)} of {replicas} pods running ({len(pods)} exist)"
+    claims = {c["status"].get("nodeName"): c for c in store.list("nodeclaims.karpenter.sh")
+              if (c.get("status") or {}).get("nodeName")}  # fmt: skip
+    for pod in running:
+        claim = claims.get(pod["spec"]["nodeName"])
+        if claim is None or _condition(claim, "Initialized") != "True":
+            return f"pod {pod['metadata']['name']} is not on an initialized karpy node"
+    return ""
+
+
+def summary(store: StoreClient) -> list[str]:
+    lines = []
+    total = 0.0
+    for claim in sorted(store.list("nodeclaims.karpenter.sh"), key=lambda c: c["metadata"]["name"]):
+        labels = claim["metadata"].get("labels") or {}
+        itype = labels.get("node.kubernetes.io/instance-type", "?")
+        zone = labels.get("topology.kubernetes.io/zone", "?")
+        capacity = labels.get("karpenter.sh/capacity-type", "?")
+        node = (claim.get("status") or {}).get("nodeName", "")
+        pods = sum(1 for p in store.list("pods", "default")
+                   if p["spec"].get("nodeName") == node and node)  # fmt: skip
+        price = _price(itype, zone, capacity) or 0.0
+        total += price
+        lines.append(f"  {claim['metadata']['name']:<16} {itype:<20} {zone:<12} {capacity:<10} "
+                     f"${price:.4f}/h  {pods} pods")  # fmt: skip
+    count = len(lines)
+    lines.append(f"  {count} node{'s' if count != 1 else ''}, ${total:.4f}/h")
+    return lines
+
+
+@attrs.define
+class Steps:
+    """The demo's steps, each waiting for the cluster to reach what it expects."""
+
+    store: StoreClient
+    narrator: Narrator
+    controller: asyncio.subprocess.Process
+    stop: asyncio.Event
+    options: DemoOptions
+
+    async def until(self, what: str, check: Callable[[], str]) -> str:
+        """Wait until ``check`` returns ""; else the reason the demo failed."""
+        deadline = time.monotonic() + self.options.timeout
+        while True:
+            self.narrator.look()
+            missing = check()
+            if not missing:
+                return ""
+            if self.controller.returncode is not None:
+                return (
+                    f"karpy controller exited with status {self.controller.returncode} while {what}"
+                )
+            if self.stop.is_set():
+                return "stopped"
+            if time.monotonic() > deadline:
+                return f"timed out after {self.options.timeout:.0f}s while {what}: {missing}"
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), POLL_SECONDS)
+
+    async def run(self) -> str:
+        store, narrator, options = self.store, self.narrator, self.options
+        store.create("apps/v1/deployments", deployment(options.replicas))
+        narrator.say(f"created deployment {DEPLOYMENT} with {options.replicas} pods (1 CPU, 1.5Gi)")
+        failure = await self.until("scaling up", lambda: settled(store, options.replicas))
+        if failure:
+            return failure
+        narrator.say(f"all {options.replicas} pods are running on karpy's nodes:")
+        for line in summary(store):
+            narrator.out(line)
+        if options.scale_up > options.replicas:
+            store.patch("apps/v1/deployments", DEPLOYMENT,
+                        {"spec": {"replicas": options.scale_up}}, "default")  # fmt: skip
+            narrator.say(f"scaled {DEPLOYMENT} up to {options.scale_up} pods")
+            failure = await self.until("scaling up again",
+                                       lambda: settled(store, options.scale_up))  # fmt: skip
+            if failure:
+                return failure
+            narrator.say(f"all {options.scale_up} pods are running on karpy's nodes:")
+            for line in summary(store):
+                narrator.out(line)
+        store.patch("apps/v1/deployments", DEPLOYMENT, {"spec": {"replicas": options.scale_to}},
+                    "default")  # fmt: skip
+        narrator.say(f"scaled {DEPLOYMENT} down to {options.scale_to} pods")
+        failure = await self.until("scaling down", lambda: settled(store, options.scale_to))
+        if failure:
+            return failure
+        narrator.say(f"{options.scale_to} pods running; the emptied capacity stays until "
+                     "disruption (consolidation) is part of karpy:")  # fmt: skip
+        for line in summary(store):
+            narrator.out(line)
+        return ""
+
+
+async def start_controller(
+    kubeconfig: Path, options: DemoOptions, log: IO[bytes] | None
+) -> asyncio.subprocess.Process:
+    env = controller_env(kubeconfig, free_port(), free_port())
+    output: Any = None if options.controller_log == "-" else (log or asyncio.subprocess.DEVNULL)
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "karpy", "controller", "--log-format", options.log_format,
+        env=env, stdout=output, stderr=output,
+    )  # fmt: skip
+
+
+async def stop_controller(process: asyncio.subprocess.Process) -> int:
+    if process.returncode is None:
+        process.send_signal(signal.SIGTERM)
         try:
-            await asyncio.wait_for(asyncio.shield(exited), CONTROLLER_STOP_SECONDS)
+            await asyncio.wait_for(process.wait(), CONTROLLER_STOP_SECONDS)
         except TimeoutError:
-            proc.kill()
-            await exited
-    return int(exited.result())
+            process.kill()
+            await process.wait()
+    return int(process.returncode or 0)
+
+
+async def run_demo(
+    cluster: SandboxCluster,
+    kubeconfig: Path,
+    stop: asyncio.Event,
+    options: DemoOptions,
+    *,
+    out: Callable[[str], None] = print,
+) -> int:
+    store = cluster.store
+    for obj in example_objects():
+        store.create(f"{obj['apiVersion']}/{obj['kind']}", obj)
+    out("applied the example EC2NodeClass and NodePool (deploy/examples)")
+    log_path = Path(options.controller_log) if options.controller_log not in ("", "-") else None
+    with log_path.open("ab") if log_path else contextlib.nullcontext() as log:
+        controller = await start_controller(kubeconfig, options, log)
+        if log_path:
+            out(f"karpy controller started (pid {controller.pid}); its log: {log_path}")
+        narrator = Narrator(store, out)
+        try:
+            failure = await Steps(store, narrator, controller, stop, options).run()
+            if not failure and options.keep:
+                out("the cluster keeps running; Ctrl-C to stop")
+                await stop.wait()
+        finally:
+            status = await stop_controller(controller)
+    if failure:
+        out(f"demo failed: {failure}")
+        return 1
+    return 0 if status == 0 else status

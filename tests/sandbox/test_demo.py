@@ -1,0 +1,60 @@
+"""`karpy sandbox run` (what `make run` starts) as a user runs it: a subprocess whose
+output narrates the demo and whose exit status says whether it reached its end."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow]
+
+
+def sandbox_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "karpy", "sandbox", "run", *args],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+
+
+def workdir_of(stdout: str) -> Path:
+    match = re.search(r"kubeconfig: (\S+)/kubeconfig", stdout)
+    assert match, stdout
+    return Path(match.group(1))
+
+
+def test_the_demo_scales_up_twice_and_down_and_leaves_nothing_behind():
+    result = sandbox_run("--replicas", "3", "--scale-up", "8", "--scale-to", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "applied the example EC2NodeClass and NodePool" in out
+    assert re.search(r"nodeclaim default-\w+ launched: [csm]-\d+x-(amd|arm)64-linux in test-zone-"
+                     r"[abcd] \((spot|on-demand), \$\d+\.\d{4}/h\)", out), out  # fmt: skip
+    for line in ("all 3 pods are running on karpy's nodes", "all 8 pods are running on karpy's "
+                 "nodes", "scaled inflate down to 1 pods", "1 pods running"):  # fmt: skip
+        assert line in out, out
+    assert re.search(r"^  \d+ nodes?, \$\d+\.\d{4}/h$", out, re.MULTILINE), out
+    assert not workdir_of(out).exists(), "the temporary kubeconfig and log are removed"
+
+
+def test_a_demo_that_does_not_reach_its_end_fails_and_shows_the_controller_log():
+    # Nodes take 0.5 s to become Ready in the demo's sandbox: 0.2 s per step cannot do.
+    result = sandbox_run("--replicas", "5", "--timeout", "0.2")
+    assert result.returncode == 1
+    assert "demo failed: timed out after 0s while scaling up:" in result.stdout, result.stdout
+    assert "lines of the controller's log:" in result.stderr
+    assert not workdir_of(result.stdout).exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--replicas", "0"), ("--scale-up", "-1"), ("--replicas", "2", "--scale-to", "5",
+                                                 "--scale-up", "0")],
+)  # fmt: skip
+def test_impossible_step_sizes_are_one_line_usage_errors(args):
+    result = sandbox_run(*args, timeout=30)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "need replicas >= 1" in result.stderr
