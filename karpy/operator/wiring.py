@@ -80,6 +80,7 @@ class Runtime:
                 self.state.synced, lambda: len(self.state.snapshot().nodes),
                 self.state.unsynced_seconds,
             )  # fmt: skip
+            self.metrics.bind_state_metrics(self.state.snapshot)
         informers = [
             Informer(spec, self.transport, self.state, metrics=self.metrics, limiter=limiter)
             for spec in WATCHED
