@@ -10,6 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from karpy.observability.state_metrics import StateMetrics
 from tests import factories as f
 from tests.fixtures.cluster import controller_world
+from tests.kube.helpers import eventually
 
 NODE_LABELS = {
     "karpenter.sh/nodepool": "general", "topology.kubernetes.io/zone": "test-zone-b",
@@ -52,10 +53,12 @@ async def test_pods_are_exported_with_their_nodes_placement_and_phase(apiserver)
         assert (pending["node"], pending["nodepool"], pending["phase"]) == ("", "", "Pending")
 
         apiserver.store.delete("pods", "waiting", "default", grace_period_seconds=0)
-        await world.settled()
-        names = {labels["name"] for labels, _ in
-                 scrape(StateMetrics(world.state.snapshot))["karpenter_pods_state"]}  # fmt: skip
-        assert names == {"web-1"}, "a deleted pod's series goes with it"
+
+        def names() -> set[str]:
+            exported = scrape(StateMetrics(world.state.snapshot))["karpenter_pods_state"]
+            return {labels["name"] for labels, _ in exported}
+
+        await eventually(lambda: names() == {"web-1"})  # a deleted pod's series goes with it
 
 
 async def test_nodepool_usage_and_limits_in_base_units(apiserver):
