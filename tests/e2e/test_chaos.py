@@ -119,3 +119,31 @@ def test_dropped_watches_compaction_and_server_errors_change_nothing(tmp_path):
         finally:
             karpy.process.terminate()
             assert karpy.finish() == 0
+
+
+def test_instances_still_booting_when_the_controller_dies_join_after_its_restart(tmp_path):
+    with sandbox_process(tmp_path) as cluster:
+        api = cluster.api
+        api.apply_examples()
+        env = {"DISABLE_LEADER_ELECTION": "true", "FAKE_REGISTRATION_DELAY": "4s"}
+        karpy = controller(cluster.kubeconfig, **env)
+        try:
+            karpy.wait_for_message("informers synced", timeout=60)
+            api.create("deployments", deployment("web", 30, cpu="1", memory="1Gi"))
+
+            def launched_not_joined() -> str:
+                claims = api.list("nodeclaims")
+                if not claims or not all(condition(c, "Launched") == "True" for c in claims):
+                    return "NodeClaims not launched yet"
+                return "" if not fake_nodes(api) else "a node joined before the kill"
+
+            eventually(launched_not_joined, timeout=30, interval=0.05)
+            karpy.kill()
+            karpy = controller(cluster.kubeconfig, **env)
+            # Liveness would give up on them only after 15 minutes: well within the
+            # time allowed here, the instances must boot and their pods run.
+            eventually(lambda: all_running(api, 30), timeout=60)
+            claims = {c["status"]["providerID"] for c in api.list("nodeclaims")}
+            assert claims == set(fake_nodes(api)), "no instance lost, none launched twice"
+        finally:
+            karpy.kill()

@@ -3,25 +3,26 @@
 ``create`` picks, among the instance types the NodeClaim's requirements allow whose
 allocatable holds its requests, the cheapest available offering its requirements allow,
 skipping offerings in the insufficient-capacity cache (when that leaves none, the launch
-fails with `InsufficientCapacity` at once, as EC2 launches do). Offerings the faults declare out of
-capacity are tried and fail as EC2 fleet launches do: each is marked unavailable and the
-next cheapest is tried; when none is left the launch raises `InsufficientCapacity` naming
-them all. The chosen instance is then written as a Node (`karpy.cloud.fake.nodes`), at
-once or ``FAKE_REGISTRATION_DELAY`` later (a booting instance).
+fails with `InsufficientCapacity` at once, as EC2 launches do). Offerings the faults
+declare out of capacity are tried and fail as EC2 fleet launches do: each is marked
+unavailable and the next cheapest is tried; when none is left the launch raises
+`InsufficientCapacity` naming them all. The chosen instance is then written as a Node
+(`karpy.cloud.fake.nodes`), at once or, with ``FAKE_REGISTRATION_DELAY``, that long
+after the launch (a booting instance; `karpy.cloud.fake.boot` writes it then, from the
+NodeClaim).
 
 Launches are idempotent: the Node is named after the NodeClaim, so a repeated ``create``
 finds it and returns it. ``get`` and ``list`` read the Nodes from the cluster state (the
-informers' copy of the API server), never a record of what this process launched; the only
-thing held in memory is a delayed launch not yet written, which a restart forgets (the
-NodeClaim then never registers and liveness deletes it, as with a lost EC2 launch).
+informers' copy of the API server), never a record of what this process launched; a
+booting instance is known from its launched NodeClaim until its Node exists.
 """
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
+from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.errors import (
     CreateError,
@@ -30,6 +31,7 @@ from karpy.cloud.errors import (
     NodeClassNotReady,
 )
 from karpy.cloud.fake import nodes
+from karpy.cloud.fake.boot import FakeBoot, booting
 from karpy.cloud.fake.faults import FakeFaults
 from karpy.cloud.fake.nodeclass import FakeNodeClassReadiness
 from karpy.cloud.provider import Instance, RepairPolicy
@@ -60,6 +62,8 @@ __all__ = ["FakeCloudProvider"]
 log = get_logger("fake.cloud")
 
 NODECLASS_RESYNC: Final = 300.0
+BOOT_WORKERS: Final = 16
+BOOT_RESYNC: Final = 60.0
 
 
 REPAIR_TOLERATION: Final = timedelta(minutes=10)
@@ -89,8 +93,6 @@ class FakeCloudProvider:
         self.clock = clock
         self.controller_metrics = controller_metrics
         self.types_by_name = {it.name: it for it in catalog.instance_types}
-        self._booting: dict[str, Instance] = {}  # NodeClaim name -> instance not yet a Node
-        self._tasks: set[asyncio.Task[None]] = set()
 
     @property
     def well_known_labels(self) -> frozenset[str]:
@@ -104,9 +106,6 @@ class FakeCloudProvider:
 
     async def create(self, nodeclaim: NodeClaim) -> Instance:
         self.faults.check("create")
-        booting = self._booting.get(nodeclaim.name)
-        if booting is not None:
-            return booting
         existing = await self.client.try_get(NODES, nodeclaim.name)
         if existing is not None:
             return self._instance_of(existing)
@@ -114,12 +113,8 @@ class FakeCloudProvider:
         it, offering = self._choose(nodeclaim)
         node = nodes.node_for(nodeclaim, it, offering)
         if self.registration_delay > 0:
-            instance = self._instance_of(node)
-            self._booting[nodeclaim.name] = instance
-            task = asyncio.create_task(self._boot(nodeclaim.name, node))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            return instance
+            # `FakeBoot` writes the Node once the delay has passed since the launch.
+            return self._instance_of(node)
         return self._instance_of(await self._write(node))
 
     def _check_node_class(self, claim: NodeClaim) -> None:
@@ -192,14 +187,19 @@ class FakeCloudProvider:
         log.debug("fake instance started", **obj_ref("Node", name))
         return created
 
-    async def _boot(self, name: str, node: Mapping[str, Any]) -> None:
-        try:
-            await self.clock.sleep(self.registration_delay)
-            await self._write(node)
-        except Exception as exc:  # logged; the NodeClaim's liveness deletes it
-            log.warning("fake instance failed to boot", **obj_ref("Node", name), error=str(exc))
-        finally:
-            self._booting.pop(name, None)
+    def _booting_instance(self, claim: NodeClaim) -> Instance:
+        """A launched instance whose Node has not appeared yet, as its NodeClaim knows it."""
+        labels = claim.metadata.labels
+        return Instance(
+            provider_id=claim.status.provider_id,
+            nodeclaim=claim.name,
+            instance_type=labels.get(LABEL_INSTANCE_TYPE, ""),
+            zone=labels.get(LABEL_ZONE, ""),
+            capacity_type=labels.get(LABEL_CAPACITY_TYPE, ""),
+            capacity=dict(claim.status.capacity),
+            allocatable=dict(claim.status.allocatable),
+            created=claim.metadata.creation_timestamp,
+        )
 
     def _instance_of(self, node: Mapping[str, Any]) -> Instance:
         return nodes.instance_from_node(node_info(node), self.types_by_name, terminating=False)
@@ -211,10 +211,16 @@ class FakeCloudProvider:
         name = nodes.node_name_of(provider_id)
         if name is None:
             raise NodeClaimNotFound(f"{provider_id!r} is not a fake provider ID")
-        booting = self._booting.get(name)
-        if booting is not None and booting.provider_id == provider_id:
-            return booting
-        node = self.state.snapshot().nodes.get(name)
+        snapshot = self.state.snapshot()
+        node = snapshot.nodes.get(name)
+        claim = snapshot.nodeclaims.get(name)
+        if (
+            node is None
+            and claim is not None
+            and claim.status.provider_id == provider_id
+            and booting(claim, snapshot)
+        ):
+            return self._booting_instance(claim)
         if (
             node is None
             or node.provider_id != provider_id
@@ -225,8 +231,10 @@ class FakeCloudProvider:
 
     async def list(self) -> Sequence[Instance]:
         self.faults.check("list")
-        out = list(self._booting.values())
-        for node in self.state.snapshot().nodes.values():
+        snapshot = self.state.snapshot()
+        out = [self._booting_instance(c) for c in snapshot.nodeclaims.values()
+               if booting(c, snapshot)]  # fmt: skip
+        for node in snapshot.nodes.values():
             if nodes.node_name_of(node.provider_id) != node.name:
                 continue
             terminating = nodes.TERMINATED_LABEL in node.node.labels
@@ -238,7 +246,6 @@ class FakeCloudProvider:
     async def delete(self, nodeclaim: NodeClaim) -> None:
         self.faults.check("delete")
         name = nodes.node_name_of(nodeclaim.status.provider_id) or nodeclaim.name
-        self._booting.pop(name, None)
         node = self.state.snapshot().nodes.get(name)
         if node is not None and nodes.TERMINATED_LABEL in node.node.labels:
             raise NodeClaimNotFound(f"instance of NodeClaim {nodeclaim.name} already terminated")
@@ -264,5 +271,12 @@ class FakeCloudProvider:
 
     def controllers(self) -> Sequence[Component]:
         readiness = FakeNodeClassReadiness(self.state, self.client, clock=self.clock)
-        return (Controller(readiness, self.state, resync=NODECLASS_RESYNC, clock=self.clock,
-                           metrics=self.controller_metrics),)  # fmt: skip
+        controllers = [Controller(readiness, self.state, resync=NODECLASS_RESYNC,
+                                  clock=self.clock, metrics=self.controller_metrics)]  # fmt: skip
+        if self.registration_delay > 0:
+            boot = FakeBoot(self.state, self.client, self.types_by_name,
+                            delay=self.registration_delay, clock=self.clock)  # fmt: skip
+            controllers.append(Controller(boot, self.state, workers=BOOT_WORKERS,
+                                          resync=BOOT_RESYNC, clock=self.clock,
+                                          metrics=self.controller_metrics))  # fmt: skip
+        return controllers
