@@ -9,9 +9,10 @@ its target: left out of the pods to schedule, and counted on the target (its req
 take room there, it counts for topology spread and affinity).
 
 A nomination ends when the pod is bound or gone, when its target is gone or being deleted,
-or once the target has been initialized (Ready) for longer than ``window`` seconds without
-kube-scheduler binding the pod: then something else keeps it off that node and it must be
-scheduled afresh. Nominations live in memory only. After a restart pending pods are
+once the target has been initialized (Ready) for longer than ``window`` seconds without
+kube-scheduler binding the pod (something else keeps it off that node), or as soon as the
+initialized target has no room left for it (kube-scheduler placed other pods there): then
+it must be scheduled afresh. Nominations live in memory only. After a restart pending pods are
 scheduled again against the in-flight NodeClaims, whose capacity provisioning estimates
 from their instance types, so they land on the NodeClaims made for them rather than on new
 ones.
@@ -58,10 +59,14 @@ class Nominations:
         still_pending: Callable[[str], bool],
         target_state: Callable[[str], tuple[bool, float | None]],
         now: float,
+        fits: Callable[[str, str], bool] | None = None,
     ) -> dict[str, str]:
         """Drop the nominations that ended (see the module docstring); the rest, pod key
         -> target. ``target_state(target)`` says whether the target still exists and is
-        not being deleted, and since when (monotonic) it has been initialized, if it is."""
+        not being deleted, and since when it has been initialized, if it is.
+        ``fits(pod, target)``, asked only of initialized targets, says whether the pod
+        still fits what is free there: when kube-scheduler filled the node with other
+        pods, the nomination ends at once instead of after the window."""
         live: dict[str, str] = {}
         dropped = []
         for pod, nomination in self._by_pod.items():
@@ -72,8 +77,9 @@ class Nominations:
             if not exists:
                 dropped.append(pod)
                 continue
-            if initialized_at is not None and now - max(initialized_at, nomination.at) > (
-                self.window
+            if initialized_at is not None and (
+                now - max(initialized_at, nomination.at) > self.window
+                or (fits is not None and not fits(pod, nomination.target))
             ):
                 dropped.append(pod)
                 continue

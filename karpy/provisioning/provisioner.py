@@ -41,6 +41,7 @@ from karpy.provisioning.inputs import build_round_input
 from karpy.provisioning.nodeclaims import nodeclaim_for, random_suffix
 from karpy.provisioning.nominations import Nominations
 from karpy.reconcile import DONE, Result, requeue_after
+from karpy.scheduling.resources import fits as resource_fits
 from karpy.scheduling.solver import Scheduler
 from karpy.scheduling.validation import AVOIDS_KARPENTER
 from karpy.state import kinds
@@ -208,7 +209,17 @@ class Provisioner:
                 return True, stamp.timestamp() if stamp else now
             return True, None
 
-        return self.nominations.prune(lambda pod: pod in snapshot.pending, target_state, now)
+        free: dict[str, dict[str, int] | None] = {}
+
+        def fits(pod_key: str, target: str) -> bool:
+            if target not in free:
+                free[target] = _free_on(snapshot, target)
+            room = free[target]
+            info = snapshot.pending.get(pod_key)
+            return room is None or info is None or resource_fits(info.pod.requests, room)
+
+        return self.nominations.prune(lambda pod: pod in snapshot.pending, target_state, now,
+                                      fits=fits)  # fmt: skip
 
     def _nominate(self, pods: Sequence[Pod], target: str, kind: str) -> None:
         self.nominations.nominate((p.key for p in pods), target, self.clock.now().timestamp())
@@ -462,3 +473,18 @@ def _unused_pools(snapshot: StateSnapshot, compiled: CompiledContext) -> str:
             detail = f" ({ready.message})" if ready is not None and ready.message else ""
             reasons[pool.name] = f"not ready{detail}"
     return "; ".join(f'nodepool "{name}" skipped: {why}' for name, why in sorted(reasons.items()))
+
+
+def _free_on(snapshot: StateSnapshot, target: str) -> dict[str, int] | None:
+    """What is left of the allocatable of ``target``'s node (a NodeClaim's or a Node's
+    name) after the pods bound there; None when it has no node yet."""
+    node_name = snapshot.node_of_claim.get(target, target)
+    node = snapshot.nodes.get(node_name)
+    if node is None:
+        return None
+    free = dict(node.node.allocatable)
+    for info in snapshot.pods_on(node_name):
+        if info.pod.is_active:
+            for resource, value in info.pod.requests.items():
+                free[resource] = free.get(resource, 0) - value
+    return free

@@ -48,3 +48,24 @@ def test_a_renomination_restarts_the_window():
     assert prune(nominations, targets={"node-1": (True, 10.0)}, now=100.0) == {
         "default/a": "node-1"
     }
+
+
+def test_a_nomination_ends_at_once_when_its_initialized_node_has_no_room_left():
+    nominations = Nominations(window=20)
+    nominations.nominate(["default/a", "default/b"], "claim-1", now=50.0)
+    ready = {"claim-1": (True, 60.0)}
+    room = {"default/a": True, "default/b": False}  # kube-scheduler filled it with others
+    live = nominations.prune(lambda pod: True, lambda t: ready.get(t, (False, None)), 61.0,
+                             fits=lambda pod, target: room[pod])  # fmt: skip
+    assert live == {"default/a": "claim-1"}
+
+
+def test_room_is_not_asked_of_targets_still_on_their_way():
+    nominations = Nominations(window=20)
+    nominations.nominate(["default/a"], "claim-1", now=50.0)
+
+    def no_room(pod: str, target: str) -> bool:
+        raise AssertionError("a NodeClaim without a node has nothing to measure yet")
+
+    live = nominations.prune(lambda pod: True, lambda t: (True, None), 61.0, fits=no_room)
+    assert live == {"default/a": "claim-1"}
