@@ -11,6 +11,7 @@ import yaml
 from tests.e2e.cluster import (
     EXAMPLES,
     Api,
+    Obj,
     all_running,
     condition,
     controller,
@@ -25,8 +26,8 @@ FAMILY = "karpenter.kwok.sh/instance-family"
 POOL_LABEL = "karpenter.sh/nodepool"
 
 
-def pool(name: str, *, family: str | None = None, nodeclass: str = "default") -> dict:
-    doc = copy.deepcopy(yaml.safe_load((EXAMPLES / "sandbox" / "nodepool.yaml").read_text()))
+def pool(name: str, *, family: str | None = None, nodeclass: str = "default") -> Obj:
+    doc: Obj = copy.deepcopy(yaml.safe_load((EXAMPLES / "sandbox" / "nodepool.yaml").read_text()))
     doc["metadata"]["name"] = name
     spec = doc["spec"]["template"]["spec"]
     spec["nodeClassRef"]["name"] = nodeclass

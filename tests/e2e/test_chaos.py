@@ -13,6 +13,7 @@ import pytest
 
 from tests.e2e.cluster import (
     Api,
+    Obj,
     all_running,
     condition,
     controller,
@@ -24,7 +25,7 @@ from tests.e2e.cluster import (
 pytestmark = [pytest.mark.slow]
 
 
-def one_per_host(app: str) -> dict:
+def one_per_host(app: str) -> Obj:
     term = {"topologyKey": "kubernetes.io/hostname",
             "labelSelector": {"matchLabels": {"app": app}}}  # fmt: skip
     return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
@@ -39,7 +40,7 @@ WORKLOAD = (
 PODS = sum(d["spec"]["replicas"] for d in WORKLOAD)
 
 
-def fake_nodes(api: Api) -> dict[str, dict]:
+def fake_nodes(api: Api) -> dict[str, Obj]:
     return {n["spec"]["providerID"]: n for n in api.list("nodes")
             if (n.get("spec") or {}).get("providerID", "").startswith("fake://")}  # fmt: skip
 

@@ -9,6 +9,7 @@ import pytest
 
 from tests.e2e.cluster import (
     Api,
+    Obj,
     all_running,
     controller,
     deployment,
@@ -29,7 +30,7 @@ def labels_of_pods_nodes(api: Api, app: str) -> list[dict[str, str]]:
             if p["metadata"]["labels"].get("app") == app]  # fmt: skip
 
 
-def events(api: Api, reason: str) -> list[dict]:
+def events(api: Api, reason: str) -> list[Obj]:
     return [e for e in api.list("events") if e.get("reason") == reason]
 
 

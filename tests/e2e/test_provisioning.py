@@ -8,6 +8,7 @@ import time
 import pytest
 
 from tests.e2e.cluster import (
+    Obj,
     all_running,
     condition,
     controller,
@@ -19,11 +20,11 @@ from tests.e2e.cluster import (
 pytestmark = [pytest.mark.slow]
 
 
-def spread(key: str, max_skew: int = 1) -> dict:
+def spread(key: str, max_skew: int = 1) -> Obj:
     return {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule"}
 
 
-def one_per_host(app: str) -> dict:
+def one_per_host(app: str) -> Obj:
     term = {"topologyKey": "kubernetes.io/hostname",
             "labelSelector": {"matchLabels": {"app": app}}}  # fmt: skip
     required = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}

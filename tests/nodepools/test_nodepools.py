@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from karpy.apis.nodepool import NodePool
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.nodepools.counter import NodePoolCounter
@@ -27,7 +29,7 @@ def mark_ready(apiserver, name: str = "default") -> None:
     apiserver.store.update_status("ec2nodeclasses.karpenter.k8s.aws", nodeclass)
 
 
-def create_with_status(apiserver, resource: str, obj: dict) -> None:
+def create_with_status(apiserver, resource: str, obj: dict[str, Any]) -> None:
     created = apiserver.store.create(resource, obj)
     created["status"] = obj["status"]
     apiserver.store.update_status(resource, created)

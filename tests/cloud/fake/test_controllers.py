@@ -3,6 +3,8 @@ instances when ``FAKE_REGISTRATION_DELAY`` is set."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.cloud.fake import FakeCloudProvider
 from karpy.cloud.fake.boot import FakeBoot
@@ -19,7 +21,7 @@ NODECLASSES = "ec2nodeclasses.karpenter.k8s.aws"
 NODECLAIMS = "nodeclaims.karpenter.sh"
 
 
-def conditions(obj: dict) -> dict[str, dict]:
+def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or ()}
 
 

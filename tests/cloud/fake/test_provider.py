@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ ZONE = "topology.kubernetes.io/zone"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 
 
-def req(key: str, *values: str, operator: str = "In") -> dict:
+def req(key: str, *values: str, operator: str = "In") -> dict[str, Any]:
     return {"key": key, "operator": operator, "values": list(values)}
 
 
