@@ -36,11 +36,14 @@ log = get_logger("fake.cloud")
 
 
 def booting(claim: NodeClaim, snapshot: StateSnapshot) -> bool:
-    """Launched by the fake cloud, not being deleted, and its Node not written yet."""
+    """Launched by the fake cloud, never registered, not being deleted, and its Node not
+    written yet."""
     launched = claim.status.condition("Launched")
+    registered = claim.status.condition("Registered")
     return (
         launched is not None
         and launched.is_true
+        and (registered is None or not registered.is_true)
         and claim.metadata.deletion_timestamp is None
         and nodes.node_name_of(claim.status.provider_id) == claim.name
         and claim.name not in snapshot.nodes

@@ -215,7 +215,8 @@ class FakeCloudProvider:
         node = snapshot.nodes.get(name)
         claim = snapshot.nodeclaims.get(name)
         if (
-            node is None
+            self.registration_delay > 0
+            and node is None
             and claim is not None
             and claim.status.provider_id == provider_id
             and booting(claim, snapshot)
@@ -233,7 +234,7 @@ class FakeCloudProvider:
         self.faults.check("list")
         snapshot = self.state.snapshot()
         out = [self._booting_instance(c) for c in snapshot.nodeclaims.values()
-               if booting(c, snapshot)]  # fmt: skip
+               if self.registration_delay > 0 and booting(c, snapshot)]  # fmt: skip
         for node in snapshot.nodes.values():
             if nodes.node_name_of(node.provider_id) != node.name:
                 continue

@@ -1,0 +1,135 @@
+"""Liveness (give up on NodeClaims that never launch or never join) and garbage
+collection (instances without NodeClaims, NodeClaims without instances), against the
+API server emulator with the fake cloud and a fake clock."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from karpy.apis.nodeclaim import NodeClaim
+from karpy.cloud.fake import FakeCloudProvider
+from karpy.cloud.fake.catalog import embedded_catalog
+from karpy.cloud.unavailable import UnavailableOfferings
+from karpy.kube.resources import NODES
+from karpy.lifecycle.context import Lifecycle
+from karpy.lifecycle.garbagecollection import GarbageCollection
+from karpy.lifecycle.liveness import check_liveness
+from tests import factories as f
+from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
+from tests.kube.fakeclock import FakeClock
+from tests.kube.helpers import eventually
+
+NODECLAIMS = "nodeclaims.karpenter.sh"
+
+
+@contextlib.asynccontextmanager
+async def lifecycle(apiserver: Any) -> AsyncIterator[tuple[World, Lifecycle, FakeClock]]:
+    clock = FakeClock(start=datetime.now(UTC))
+    async with controller_world(apiserver) as world:
+        apiserver.store.create("ec2nodeclasses.karpenter.k8s.aws", EXAMPLE_NODECLASS)
+        unavailable = UnavailableOfferings(clock=clock)
+        provider = FakeCloudProvider(embedded_catalog(), client=world.client, state=world.state,
+                                     unavailable=unavailable, clock=clock)  # fmt: skip
+        ctx = Lifecycle(world.state, world.client, provider, world.recorder, unavailable,
+                        clock, world.metrics.karpenter)  # fmt: skip
+        await world.settled()
+        yield world, ctx, clock
+
+
+def stored_claim(apiserver: Any, name: str, *, launched_at: str | None = None) -> NodeClaim:
+    spec = f.nodeclaim(name, nodepool="default", launched=False,
+                       requests={"cpu": "500m", "memory": "1Gi", "pods": "1"})  # fmt: skip
+    created = apiserver.store.create(NODECLAIMS, spec)
+    if launched_at is not None:
+        created["status"] = {"providerID": f"fake://test-zone-a/{name}", "conditions": [{
+            "type": "Launched", "status": "True", "reason": "Launched", "message": "",
+            "lastTransitionTime": launched_at}]}  # fmt: skip
+        created = apiserver.store.update_status(NODECLAIMS, created)
+    return NodeClaim.from_dict(created)
+
+
+def disrupted(world: World, reason: str) -> float:
+    value = world.metrics.registry.get_sample_value(
+        "karpenter_nodeclaims_disrupted_total",
+        {"reason": reason, "nodepool": "default", "capacity_type": "",
+         "consolidation_policy": "", "termination_mode": ""},
+    )  # fmt: skip
+    return value or 0.0
+
+
+async def test_a_nodeclaim_that_never_launches_is_deleted_after_five_minutes(apiserver):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        claim = stored_claim(apiserver, "default-nolaunch")
+        left = await check_liveness(ctx, claim)
+        assert left is not None and 295 < left <= 300
+        await clock.advance(299)
+        assert await check_liveness(ctx, claim) is not None
+        assert apiserver.store.try_get(NODECLAIMS, "default-nolaunch") is not None
+        await clock.advance(2)
+        assert await check_liveness(ctx, claim) is None
+        assert apiserver.store.try_get(NODECLAIMS, "default-nolaunch") is None
+        assert disrupted(world, "launch_timeout") == 1
+
+
+async def test_a_launched_nodeclaim_whose_node_never_joins_is_deleted_after_fifteen_minutes(
+    apiserver,
+):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        launched_at = clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        claim = stored_claim(apiserver, "default-nojoin", launched_at=launched_at)
+        await clock.advance(14 * 60)
+        left = await check_liveness(ctx, claim)
+        assert left is not None and 0 < left <= 60
+        await clock.advance(61)
+        assert await check_liveness(ctx, claim) is None
+        assert apiserver.store.try_get(NODECLAIMS, "default-nojoin") is None
+        assert disrupted(world, "registration_timeout") == 1
+
+
+async def test_an_instance_without_a_nodeclaim_is_terminated_after_the_grace(apiserver):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        # A launch whose NodeClaim vanished (deleted by hand, its finalizer removed).
+        leaked = NodeClaim.from_dict(f.nodeclaim("default-leaked", nodepool="default",
+                                                 launched=False))  # fmt: skip
+        await ctx.provider.create(leaked)
+        await world.settled()
+        gc = GarbageCollection(ctx, grace=30)
+        await gc.reconcile("gc")
+        assert gc.terminated == 0, "too young: its launch may still be recording it"
+        await clock.advance(31)
+        await gc.reconcile("gc")
+        assert gc.terminated == 1
+        assert await world.client.try_get(NODES, "default-leaked") is None
+
+
+async def test_an_instance_with_its_nodeclaim_is_left_alone(apiserver):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        claim = stored_claim(apiserver, "default-kept")
+        await ctx.provider.create(claim)
+        await world.settled()
+        await clock.advance(3600)
+        gc = GarbageCollection(ctx, grace=30)
+        await gc.reconcile("gc")
+        assert gc.terminated == 0
+
+
+async def test_a_registered_nodeclaim_whose_instance_is_gone_is_deleted(apiserver):
+    async with lifecycle(apiserver) as (world, ctx, _clock):
+        spec = f.nodeclaim("default-gone", nodepool="default", launched=True, registered=True,
+                           provider_id="fake://test-zone-a/default-gone",
+                           node_name="default-gone")  # fmt: skip
+        created = apiserver.store.create(NODECLAIMS, spec)
+        stamp = "2025-01-01T00:00:00Z"
+        for condition in spec["status"]["conditions"]:
+            condition.update(lastTransitionTime=stamp, reason=condition["type"], message="")
+        created["status"] = spec["status"]
+        apiserver.store.update_status(NODECLAIMS, created)
+        await world.settled()
+        gc = GarbageCollection(ctx, grace=30)
+        await gc.reconcile("gc")
+        assert gc.deleted == 1
+        await eventually(lambda: apiserver.store.try_get(NODECLAIMS, "default-gone") is None)
+        assert disrupted(world, "garbage_collected") == 1
