@@ -21,7 +21,9 @@ records first. Informers do not use this class for their streams (see
 
 from __future__ import annotations
 
+import contextlib
 import time
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import aiohttp
@@ -42,7 +44,7 @@ from karpy.kube.resources import EVENTS, PODS
 from karpy.log import get_logger
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
 
     from karpy.base.clock import Clock
     from karpy.kube.backoff import TokenBucket
@@ -50,7 +52,7 @@ if TYPE_CHECKING:
     from karpy.kube.transport import Transport
     from karpy.observability.metrics import Metrics
 
-__all__ = ["KubeClient", "PatchType", "Preconditions"]
+__all__ = ["REQUEST_PRIORITY", "KubeClient", "PatchType", "Preconditions", "priority"]
 
 log = get_logger("kube.client")
 
@@ -62,6 +64,20 @@ PATCH_CONTENT_TYPES: Final[dict[str, str]] = {
 }
 JSON: Final = "application/json"
 MAX_RETRY_AFTER: Final = 30.0  # seconds: a larger hint is capped
+
+# The rate limiter's priority for requests made in the current context (see `priority`).
+REQUEST_PRIORITY: ContextVar[int] = ContextVar("request_priority", default=0)
+
+
+@contextlib.contextmanager
+def priority(level: int) -> Iterator[None]:
+    """Requests made inside (including by tasks created inside) wait for rate-limiter
+    tokens ahead of those of lower ``level`` (default 0)."""
+    token = REQUEST_PRIORITY.set(level)
+    try:
+        yield
+    finally:
+        REQUEST_PRIORITY.reset(token)
 
 
 @attrs.frozen(slots=True)
@@ -161,7 +177,7 @@ class KubeClient:
     async def _wait_for_token(self) -> None:
         if self.limiter is None:
             return
-        waited = await self.limiter.acquire()
+        waited = await self.limiter.acquire(REQUEST_PRIORITY.get())
         if self.metrics is not None:
             self.metrics.rate_limiter_wait.labels(self.name).observe(waited)
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 from karpy.apis.labels import TAINT_DISRUPTED
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.base.quantity import format_resource
+from karpy.kube.client import priority
 from karpy.kube.errors import AlreadyExists, KubeError, TransportError
 from karpy.kube.events import Event, ObjectRef
 from karpy.kube.resources import NODECLAIMS
@@ -68,6 +69,7 @@ log = get_logger("provisioner")
 
 ROUND: Final = "round"
 CREATE_CONCURRENCY: Final = 64
+CREATE_PRIORITY: Final = 10
 FAILED_SCHEDULING_DEDUPE: Final = 300.0  # seconds
 _NOT_SYNCED_RETRY: Final = 1.0
 _INSTANCE_TYPES_SHOWN: Final = 5
@@ -250,7 +252,10 @@ class Provisioner:
             async with gate:
                 return await self._create(plan, snapshot, compiled, usage)
 
-        outcomes = await asyncio.gather(*(create(p) for p in plans))
+        # Creating NodeClaims goes ahead of the lifecycle's writes in the rate limiter:
+        # the capacity a round decided on is asked for first, whatever else is queued.
+        with priority(CREATE_PRIORITY):
+            outcomes = await asyncio.gather(*(create(p) for p in plans))
         return sum(outcomes)
 
     async def _create(

@@ -8,7 +8,7 @@ import pytest
 
 from karpy.kube import resources as r
 from karpy.kube.backoff import Backoff, TokenBucket
-from karpy.kube.client import KubeClient, Preconditions
+from karpy.kube.client import KubeClient, Preconditions, priority
 from karpy.kube.errors import (
     AlreadyExists,
     Conflict,
@@ -238,3 +238,59 @@ def test_backoff_grows_with_jitter_caps_and_resets():
     jittered = Backoff(1.0, 8.0, jitter=1.0, clock=clock)
     delays = [jittered.next_delay() for _ in range(3)]
     assert 1 <= delays[0] <= 2 and 2 <= delays[1] <= 4 and 4 <= delays[2] <= 8
+
+
+async def test_waiting_callers_are_served_by_priority_then_arrival():
+    clock = FakeClock()
+    bucket = TokenBucket(qps=10, burst=1, clock=clock)
+    assert await bucket.acquire() == 0.0  # the stored token
+    served: list[str] = []
+
+    async def caller(name: str, level: int) -> None:
+        await bucket.acquire(level)
+        served.append(name)
+
+    tasks = [asyncio.create_task(caller(n, p)) for n, p in
+             (("low-1", 0), ("low-2", 0), ("high-1", 10), ("high-2", 10))]  # fmt: skip
+    await clock.idle()
+    assert bucket.waiting == 4
+    for _ in range(4):
+        await clock.advance(0.1)
+        await asyncio.sleep(0)
+    await asyncio.wait_for(asyncio.gather(*tasks), 5)
+    assert served == ["high-1", "high-2", "low-1", "low-2"]
+
+
+async def test_a_cancelled_waiter_gives_its_turn_to_the_next():
+    clock = FakeClock()
+    bucket = TokenBucket(qps=10, burst=1, clock=clock)
+    await bucket.acquire()
+    gone = asyncio.create_task(bucket.acquire(5))
+    kept = asyncio.create_task(bucket.acquire(0))
+    await clock.idle()
+    gone.cancel()
+    await clock.advance(0.1)
+    assert await asyncio.wait_for(kept, 5) == pytest.approx(0.1)
+
+
+async def test_requests_inside_priority_jump_the_rate_limiters_queue(transport, metrics):
+    clock = FakeClock()
+    limiter = TokenBucket(qps=10, burst=1, clock=clock)
+    client = KubeClient(transport, limiter=limiter, metrics=metrics, clock=clock)
+    await client.list(r.NODES)  # the burst
+    order: list[str] = []
+
+    async def listing(name: str) -> None:
+        await client.list(r.NODES)
+        order.append(name)
+
+    routine = asyncio.create_task(listing("routine"))
+    await clock.idle()
+    with priority(10):
+        urgent = asyncio.create_task(listing("urgent"))  # inherits the priority
+    await asyncio.sleep(0)
+    for _ in range(3):
+        await clock.advance(0.1)
+        await asyncio.sleep(0.01)
+    await asyncio.wait_for(asyncio.gather(routine, urgent), 5)
+    assert order == ["urgent", "routine"]
