@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Backoff", "TokenBucket"]
 
+_RNG = random.Random()
+
 
 class Backoff:
     def __init__(
@@ -43,7 +45,7 @@ class Backoff:
         self.jitter = jitter
         self.reset_after = reset_after
         self.clock = clock
-        self.rng = rng or random.Random()
+        self.rng = rng or _RNG  # one shared generator: seeding one per request is costly
         self._current = 0.0
         self._last = float("-inf")
 

@@ -107,6 +107,8 @@ class EventRecorder:
         self._ready = asyncio.Event()
         self._seen: dict[tuple[str, ...], float] = {}  # dedupe key -> monotonic expiry
         self._spam: dict[tuple[str, ...], tuple[float, float]] = {}  # object -> (tokens, stamp)
+        self._seen_limit = 4 * queue_size
+        self._spam_limit = 20 * queue_size
         self._running = False
         self.sent = 0
 
@@ -127,8 +129,11 @@ class EventRecorder:
         if len(self._queue) >= self.queue_size:
             return self._drop(event, "queue_full")
         self._seen[key] = now + event.dedupe_timeout
-        if len(self._seen) > 4 * self.queue_size:
+        if len(self._seen) > self._seen_limit:
             self._seen = {k: v for k, v in self._seen.items() if v > now}
+            # Amortized: when most entries are still live, the next sweep waits until the
+            # map has doubled, so a burst of 40,000 Events never sweeps per Event.
+            self._seen_limit = max(4 * self.queue_size, 2 * len(self._seen))
         self._queue.append(event)
         self._ready.set()
         return True
@@ -141,9 +146,10 @@ class EventRecorder:
             self._spam[key] = (tokens, now)
             return False
         self._spam[key] = (tokens - 1, now)
-        if len(self._spam) > 20 * self.queue_size:  # forget objects back at full burst
+        if len(self._spam) > self._spam_limit:  # forget objects back at full burst
             self._spam = {k: v for k, v in self._spam.items()
                           if v[0] + (now - v[1]) / SPAM_REFILL < SPAM_BURST}  # fmt: skip
+            self._spam_limit = max(20 * self.queue_size, 2 * len(self._spam))
         return True
 
     def _drop(self, event: Event, why: str) -> bool:
