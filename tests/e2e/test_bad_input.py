@@ -4,10 +4,12 @@ conditions) and never stops it from serving everything else."""
 from __future__ import annotations
 
 import copy
+import time
 
 import pytest
 import yaml
 
+from karpy.base.quantity import parse_quantity
 from tests.e2e.cluster import (
     EXAMPLES,
     Api,
@@ -93,6 +95,33 @@ def test_unservable_pools_and_pods_are_explained_and_the_rest_is_served(tmp_path
             pools = {c["metadata"]["labels"][POOL_LABEL] for c in api.list("nodeclaims")}
             assert pools == {"default"}, "nothing launched for the pools that cannot serve"
             assert all_running(api, 13).startswith("8/13"), "the others stay pending"
+        finally:
+            karpy.process.terminate()
+            assert karpy.finish() == 0
+
+
+def test_nodepool_limits_hold_across_rounds_and_the_rest_is_told_why(tmp_path):
+    with sandbox_process(tmp_path) as cluster:
+        api = cluster.api
+        limited = pool("default")
+        limited["spec"]["limits"] = {"cpu": "16"}
+        api.apply_examples(limited)
+        karpy = controller(cluster.kubeconfig)
+        try:
+            karpy.wait_for_message("informers synced", timeout=60)
+            api.create("deployments", deployment("web", 10, cpu="1", memory="1Gi"))
+            eventually(lambda: all_running(api, 10), timeout=60)
+            # A second wave, in later rounds, with the first wave's capacity counted.
+            api.patch("deployments", "web", {"spec": {"replicas": 40}})
+            eventually(lambda: "" if failed_scheduling(api, "web-") else "no event yet",
+                       timeout=60)  # fmt: skip
+            time.sleep(5)  # more rounds, which must not add past the limit
+            launched = [c["status"]["capacity"] for c in api.list("nodeclaims")
+                        if (c.get("status") or {}).get("capacity")]  # fmt: skip
+            total = sum(parse_quantity(capacity["cpu"]) for capacity in launched)
+            assert 0 < total <= 16_000, f"{total / 1000} CPUs launched under a 16-CPU limit"
+            reasons = set(failed_scheduling(api, "web-"))
+            assert any("limits" in reason for reason in reasons), reasons
         finally:
             karpy.process.terminate()
             assert karpy.finish() == 0
