@@ -366,6 +366,9 @@ class Scheduler:
             candidates = order
         claims = self.claims
         parked: list[tuple[NewNodeClaim, str, int]] = []
+        # Topology under the current counts rules out whole zones or hosts at once; screen
+        # claims by their own domains before the full (much dearer) question.
+        screen = self.topology.screen(shape) if self.topology.constrains(shape) else None
         for i in candidates:
             if rejected is not None and i in rejected:
                 continue
@@ -375,6 +378,8 @@ class Scheduler:
             short = _short_of(claim.room, requests)
             if short is not None:
                 parked.append((claim, *short))
+                continue
+            if screen is not None and screen.rejects(claim.requirements, claim.hostname):
                 continue
             plan = claim.can_add(
                 shape,

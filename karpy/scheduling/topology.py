@@ -399,6 +399,19 @@ class Topology:
             return owned
         return [*owned, *inverse]
 
+    def screen(self, shape: PodShape) -> Screen:
+        """A cheap pre-check of nodes for a pod of ``shape`` under the current counts:
+        `Screen.rejects` is True only for nodes `allowed_domains` would refuse."""
+        checks: list[tuple[TopologyGroup, bool, Requirement, frozenset[str] | None]] = []
+        strict = shape.strict_requirements
+        for group in self.matching_groups(shape):
+            pod_domains = pod_domains_for(group.key, strict)
+            selects = group.selects(shape.namespace, shape.labels)
+            allowed = None if group.is_hostname else group.allowed_set(selects, pod_domains)
+            if group.is_hostname or allowed is not None:
+                checks.append((group, selects, pod_domains, allowed))
+        return Screen(tuple(checks))
+
     # -- the two questions ----------------------------------------------------------------
     def allowed_domains(
         self,
@@ -477,3 +490,22 @@ class Topology:
             "groups": len(self._groups.groups),
             "inverseGroups": len(self._inverse.groups),
         }
+
+
+@attrs.frozen(slots=True)
+class Screen:
+    """See `Topology.screen`."""
+
+    checks: tuple[tuple[TopologyGroup, bool, Requirement, frozenset[str] | None], ...]
+
+    def rejects(self, requirements: Requirements, hostname: str) -> bool:
+        """Would topology refuse a node with ``requirements`` named ``hostname``?"""
+        for group, selects, pod_domains, allowed in self.checks:
+            if allowed is None:  # a hostname group: the node's own name decides
+                if not group.allows_host(selects, pod_domains, hostname):
+                    return True
+                continue
+            node = requirements.get(group.key)
+            if not node.complement and not any(d in allowed for d in node.values):
+                return True
+        return False

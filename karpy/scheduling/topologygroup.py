@@ -244,6 +244,25 @@ class TopologyGroup:
             return self._next_affinity(selects_pod, pod_domains, node_domains)
         return self._next_anti_affinity(pod_domains, node_domains)
 
+    def allowed_set(self, selects_pod: bool, pod_domains: Requirement) -> frozenset[str] | None:
+        """Every domain `next_domains` could return for the pod on some node, or None when
+        that cannot be said without the node (a self-selecting affinity pod with nothing to
+        be near yet). Solvers use it to skip nodes whose domains are all outside it before
+        asking the full question."""
+        if self.kind == SPREAD:
+            low = self._min_count(pod_domains)
+            extra = 1 if selects_pod else 0
+            return frozenset(
+                d for d, count in self.domains.items() if count + extra - low <= self.max_skew
+            )
+        if self.kind == ANTI_AFFINITY:
+            return frozenset(d for d in self.empty if pod_domains.has(d))
+        if self._any_compatible(pod_domains):  # affinity: near the pods already placed
+            return frozenset(d for d in self.nonzero if pod_domains.has(d))
+        # Nothing to be near: a self-selecting pod may start the group (which domain
+        # depends on the node); any other pod may go nowhere.
+        return None if selects_pod else frozenset()
+
     def _candidates(self, node_domains: Requirement) -> Iterable[str]:
         if not node_domains.complement:
             return sorted(d for d in node_domains.values if d in self.domains)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from karpy.scheduling.requirements import Requirement
 from karpy.scheduling.selectors import selector_from_dict
 from karpy.scheduling.topologygroup import (
@@ -80,3 +83,38 @@ def test_hostname_groups_answer_per_host() -> None:
     anti.record("n1")
     assert not anti.allows_host(False, host, "n1")
     assert anti.allows_host(False, host, "n2")
+
+
+DOMAINS = ("a", "b", "c", "d")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from([SPREAD, ANTI_AFFINITY, AFFINITY]),
+    skew=st.integers(1, 3),
+    counts=st.lists(st.sampled_from(DOMAINS), max_size=12),
+    selects=st.booleans(),
+    pod_zones=st.one_of(st.none(), st.sets(st.sampled_from(DOMAINS), min_size=1)),
+    node_zones=st.sets(st.sampled_from(DOMAINS), min_size=1),
+)
+def test_allowed_set_never_excludes_a_domain_next_domains_would_allow(
+    *, kind: str, skew: int, counts: list[str], selects: bool,
+    pod_zones: set[str] | None, node_zones: set[str],
+) -> None:  # fmt: skip
+    # The solver skips a node when none of its domains is in `allowed_set` (a screen
+    # before the full question); that must only ever skip nodes `next_domains` refuses.
+    topology_group = TopologyGroup(kind, ZONE, SELECTOR, frozenset({"default"}),
+                                   skew if kind == SPREAD else MAX_SKEW_UNBOUNDED, None,
+                                   EMPTY_FILTER, DOMAINS)  # fmt: skip
+    for domain in counts:
+        topology_group.record(domain)
+    pod_domains = ANY if pod_zones is None else Requirement.in_values(ZONE, *pod_zones)
+    node_domains = Requirement.in_values(ZONE, *node_zones)
+    allowed = topology_group.allowed_set(selects, pod_domains)
+    chosen = topology_group.next_domains(selects, pod_domains, node_domains)
+    if allowed is None:
+        return
+    if not any(zone in allowed for zone in node_zones):
+        assert not chosen.values, (allowed, chosen)
+    else:
+        assert set(chosen.values) <= allowed
