@@ -9,7 +9,9 @@ labels from a seeded generator; and 4,000 "preference" pods run with preferences
 and ignored. One more case, not in Karpenter's benchmark, is the round a controller runs
 most: ``steady-40000`` places 100 new diverse pods in a settled cluster of 40,000 running
 pods on the 8,000 nodes karpy chose for them, and ``refill-40000`` places 20,000 after
-half of those pods left (so most fit on existing nodes).
+half of those pods left (so most fit on existing nodes). ``20000-deployment`` and
+``-reverse`` (and 40,000) are the diverse pods named and timed as Deployments create
+them, kinds in order or reversed: a solve's time must not depend on names or order.
 
 Each case runs in a fresh subprocess so its peak RSS is its own. Reported per case: the
 time to build the solve's inputs from the objects (pod projection, NodePool and catalog
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 SIZES = (1, 100, 1_000, 5_000, 10_000, 20_000, 40_000)
+# The same pods named and timed as Deployments create them (the scheduler-speed issue):
+# a solve must not depend on names or order.
+NAMED = ("20000-deployment", "20000-reverse", "40000-deployment", "40000-reverse")
 PREFERENCE_PODS = 4_000
 # Rounds in a settled cluster of 40,000 running pods on their 8,000 nodes: 100 new pods;
 # 20,000 new pods after every other running pod left.
@@ -179,6 +184,21 @@ class Workload:
         pods += [self.generic() for _ in range(count - len(pods))]
         return pods
 
+    def named(self, count: int, naming: str) -> list[dict[str, Any]]:
+        """The diverse pods as a cluster presents them: ``deployment`` names each kind's
+        pods after a Deployment and gives them one creation time per kind (a second
+        apart, kinds in generation order), ``reverse`` the same with the kinds' times in
+        reverse, so a solver that sorts by creation time meets the kinds the other way."""
+        pods = self.diverse(count)
+        part = count // 5
+        kinds = ("generic", "spread-zone", "spread-host", "affinity-zone", "anti-host")
+        for i, pod in enumerate(pods):
+            kind = min(i // part, 4) if part and i < 5 * part else 0
+            second = 4 - kind if naming == "reverse" else kind
+            pod["metadata"]["name"] = f"{kinds[kind]}-5d4f8c7b6-{i:05d}"
+            pod["metadata"]["creationTimestamp"] = f"2025-01-01T00:00:{second:02d}Z"
+        return pods
+
     def preferences(self, count: int) -> list[dict[str, Any]]:
         requests = self._requests()
         selector = {"matchLabels": {"app": "nginx"}}
@@ -312,6 +332,10 @@ def run_case(case: str) -> dict[str, Any]:
     if case.startswith("preferences"):
         objects = workload.preferences(PREFERENCE_PODS)
         policy = "Ignore" if case.endswith("ignore") else "Respect"
+    elif "-" in case:  # "20000-deployment", "40000-reverse"
+        count, naming = case.split("-", 1)
+        objects = workload.named(int(count), naming)
+        policy = "Respect"
     else:
         objects = workload.diverse(int(case))
         policy = "Respect"
@@ -363,7 +387,8 @@ def _karpenter(case: str) -> tuple[int, float] | None:
 
 
 def main(results_dir: Path) -> None:
-    cases = [str(n) for n in SIZES] + ["preferences-respect", "preferences-ignore", *SETTLED]
+    cases = [str(n) for n in SIZES] + [*NAMED, "preferences-respect", "preferences-ignore",
+                                       *SETTLED]  # fmt: skip
     rows = []
     for case in cases:
         result = _run_subprocess(case)
