@@ -2,8 +2,8 @@
 
 kubectl sends most requests as JSON, but a few commands use client-go's typed clients,
 which encode request bodies as protobuf (``application/vnd.kubernetes.protobuf``):
-``kubectl create namespace|configmap|secret|deployment`` and ``kubectl drain`` (its
-evictions). This module decodes those few kinds into the JSON objects the rest of the
+``kubectl create namespace|configmap|secret|deployment|pdb`` and ``kubectl drain``
+(its evictions). This module decodes those few kinds into the JSON objects the rest of the
 emulator works with. The envelope is the magic ``k8s\\x00`` followed by a
 ``runtime.Unknown`` message whose ``raw`` field holds the object; field numbers come from
 ``k8s.io/api``'s ``generated.proto``. Anything else answers 415, as before.
@@ -180,6 +180,19 @@ _KINDS: dict[tuple[str, str], Schema] = {
     ("apps/v1", "Deployment"): {
         1: ("metadata", "message", _META),
         2: ("spec", "message", _DEPLOYMENT_SPEC),
+    },
+    ("policy/v1", "PodDisruptionBudget"): {
+        1: ("metadata", "message", _META),
+        2: (
+            "spec",
+            "message",
+            {
+                1: ("minAvailable", "intstr", None),
+                2: ("selector", "message", _LABEL_SELECTOR),
+                3: ("maxUnavailable", "intstr", None),
+                4: ("unhealthyPodEvictionPolicy", "string", OMIT),
+            },
+        ),
     },
 }
 

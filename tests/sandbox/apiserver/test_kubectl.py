@@ -189,3 +189,18 @@ async def test_protobuf_commands_create_namespace_configmap_and_drain(kubectl, a
     assert "pod/p evicted" in out
     assert apiserver.store.try_get("pods", "p", "default") is None
     assert apiserver.store.get("nodes", "n1")["spec"]["unschedulable"] is True
+
+
+async def test_create_pdb_with_max_unavailable_and_min_available(kubectl, apiserver):
+    code, _, err = await kubectl("create", "pdb", "web", "--selector=app=web",
+                                 "--max-unavailable=2")  # fmt: skip
+    assert code == 0, err
+    spec = apiserver.store.get("poddisruptionbudgets", "web", "default")["spec"]
+    assert spec["maxUnavailable"] == 2
+    assert spec["selector"] == {"matchLabels": {"app": "web"}}
+    assert "minAvailable" not in spec
+    code, _, err = await kubectl("create", "pdb", "db", "--selector=app=db",
+                                 "--min-available=50%")  # fmt: skip
+    assert code == 0, err
+    assert apiserver.store.get("poddisruptionbudgets", "db", "default")["spec"][
+        "minAvailable"] == "50%"  # fmt: skip
