@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from karpy import __version__
 from karpy.errors import UsageError
@@ -41,7 +41,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (rendered by `main`), not usage text."""
+    """An argument parser whose errors are one line (rendered by `main`), not usage text,
+    and whose long flags must be spelled out (Karpenter's are exact: ``--batch-idle``
+    must not quietly mean ``--batch-idle-duration``). Sub-command parsers inherit both."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)

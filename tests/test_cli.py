@@ -31,6 +31,19 @@ def test_bad_flag_of_a_command_is_one_line_with_status_2(
     assert err == "karpy controller: argument --metrics-port: expected one argument\n"
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [["controller", "--batch-idle", "1s"], ["controller", "--metrics", "8000"],
+     ["sandbox", "run", "--replica", "3"]],
+)  # fmt: skip
+def test_long_flags_must_be_spelled_out(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments" in err and err.count("\n") == 1
+
+
 def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert "controller" in capsys.readouterr().out

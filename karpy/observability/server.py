@@ -1,6 +1,7 @@
 """The controller's two HTTP servers, as Karpenter serves them.
 
-``HEALTH_PROBE_PORT``: ``/healthz`` (liveness: the event loop turns, see `LoopWatchdog`)
+``HEALTH_PROBE_PORT``: ``/healthz`` and ``/livez`` (liveness: the event loop turns, see
+`LoopWatchdog`)
 and ``/readyz`` (readiness: cluster state is synced). ``METRICS_PORT``: ``/metrics`` in
 Prometheus' text format and, with ``ENABLE_PROFILING=true``, the ``/debug/pprof/*``
 profiles (`karpy.observability.profiling`). Both answer 200 with ``ok`` or 500 with the
@@ -70,6 +71,7 @@ class HTTPServers:
     async def run(self, stop: asyncio.Event) -> None:
         health = web.Application()
         health.router.add_get("/healthz", self._healthz)
+        health.router.add_get("/livez", self._healthz)  # the name Kubernetes components use
         health.router.add_get("/readyz", self._readyz)
         metrics = web.Application()
         metrics.router.add_get("/metrics", self._metrics)

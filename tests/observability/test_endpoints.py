@@ -141,14 +141,17 @@ async def test_healthz_endpoint_reports_a_blocked_loop(apiserver):
     runtime.watchdog.threshold = 0.2
     try:
         assert await get(runtime.http.health_port, "/healthz") == (200, "ok\n")
+        assert await get(runtime.http.health_port, "/livez") == (200, "ok\n")
         loop = asyncio.get_running_loop()
         loop.call_soon(time.sleep, 1.5)  # blocks the loop between two ticks
         await asyncio.sleep(0.01)
         status, text = await get(runtime.http.health_port, "/healthz")
+        livez = await get(runtime.http.health_port, "/livez")
     finally:
         await finish(runtime, stop, task)
     assert status == 500
     assert "event loop lagged" in text
+    assert livez[0] == 500, "/livez is the same check as /healthz"
 
 
 async def test_profiles_are_served_only_when_enabled(apiserver):
