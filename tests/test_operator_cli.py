@@ -8,13 +8,17 @@ import io
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 
 import attrs
 import orjson
 import pytest
 import structlog
+import yaml
 
 from karpy import cli
 from karpy.log import configure_logging
@@ -374,3 +378,20 @@ async def test_serve_returns_1_and_logs_when_a_component_fails(captured_logs):
     assert start["message"] == "starting controller"
     assert (failed["level"], failed["message"]) == ("ERROR", "controller failed")
     assert failed["error"] == "component crasher failed: RuntimeError: watch stream broke"
+
+
+@pytest.mark.timeout(60)
+def test_a_busy_metrics_port_stops_the_controller_before_it_takes_the_lease(emulator):
+    server = yaml.safe_load(emulator.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    lease = server + "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/busy-port"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        env = with_api(emulator, CLUSTER_NAME="demo", LEADER_ELECTION_NAME="busy-port",
+                       LEADER_ELECTION_NAMESPACE="kube-system")  # fmt: skip
+        env["METRICS_PORT"] = str(busy.getsockname()[1])
+        result = run_controller(env)
+    assert result.returncode != 0
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(lease, timeout=10)
+    assert missing.value.code == 404, "the lease was never taken"

@@ -9,12 +9,10 @@ its writers without knowing what they are.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+import asyncio
+from typing import Protocol
 
-if TYPE_CHECKING:
-    import asyncio
-
-__all__ = ["Component"]
+__all__ = ["After", "Component"]
 
 
 class Component(Protocol):
@@ -25,3 +23,27 @@ class Component(Protocol):
     def name(self) -> str: ...
 
     async def run(self, stop: asyncio.Event) -> None: ...
+
+
+class After:
+    """Runs ``inner`` only once ``ready`` is set (or not at all if ``stop`` comes first):
+    the leader elector campaigns only after the probe and metrics ports are bound, so a
+    busy port stops the process before it takes the lease."""
+
+    def __init__(self, ready: asyncio.Event, inner: Component) -> None:
+        self.ready = ready
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    async def run(self, stop: asyncio.Event) -> None:
+        waits = [asyncio.create_task(self.ready.wait()), asyncio.create_task(stop.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
+        if not stop.is_set():
+            await self.inner.run(stop)

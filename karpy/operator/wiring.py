@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from karpy.base.clock import SYSTEM_CLOCK
+from karpy.base.component import After
 from karpy.cloud.factory import build_provider
 from karpy.cloud.metered import MeteredCloudProvider
 from karpy.cloud.unavailable import UnavailableOfferings
@@ -128,7 +129,7 @@ class Runtime:
             profiling=settings.enable_profiling,
         )
         self.components: list[Component] = [
-            self.http, self.watchdog, self.informers, self.elector,
+            self.http, self.watchdog, self.informers, After(self.http.started, self.elector),
         ]  # fmt: skip
 
     @classmethod
