@@ -188,15 +188,15 @@ class Informer:
                 self._count_reconnect("error")
                 delay = self.backoff.next_delay()
                 self._log.warning("watch failed; retrying", error=describe_error(exc),
-                                  retry_in=round(delay, 3))  # fmt: skip
+                                  retryIn=round(delay, 3))  # fmt: skip
                 await self.clock.sleep(delay)
 
     async def _retry_after(self, exc: TooManyRequests) -> None:
         self._count_reconnect("throttled")
         delay = exc.retry_after if exc.retry_after is not None else self.backoff.next_delay()
         delay = min(delay, self.options.max_retry_after)
-        self._log.info("throttled by the API server; retrying", message=exc.message,
-                       retry_in=delay)  # fmt: skip
+        self._log.info("throttled by the API server; retrying", detail=exc.message,
+                       retryIn=delay)  # fmt: skip
         await self.clock.sleep(delay)
 
     async def _missing(self, exc: NotFound) -> None:

@@ -211,7 +211,7 @@ class LeaderElector:
                     break
                 if self.clock.monotonic() - last_renewal >= self.config.renew_deadline:
                     self._log.error("failed to renew the leader lease in time",
-                                    renew_deadline=self.config.renew_deadline)  # fmt: skip
+                                    renewDeadline=self.config.renew_deadline)  # fmt: skip
                     raise LeadershipLost(
                         f"could not renew lease {self.config.namespace}/{self.config.name} "
                         f"within {self.config.renew_deadline}s"
@@ -268,7 +268,7 @@ class LeaderElector:
             )
             self._observe(updated.get("spec") or {})
             if holder != config.identity:
-                self._log.info("acquired the leader lease", previous_holder=holder or None,
+                self._log.info("acquired the leader lease", previousHolder=holder or None,
                                transitions=ours["leaseTransitions"])  # fmt: skip
             return True
         except (Conflict, AlreadyExists):

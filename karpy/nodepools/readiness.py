@@ -136,7 +136,7 @@ class NodePoolReadiness:
         if was_ready is None or was_ready.status != ready_status:
             log.info("nodepool readiness changed", **obj_ref("NodePool", pool.name),
                      ready=ready_status, reason=wanted[2].reason,
-                     message=ready_message or None)  # fmt: skip
+                     detail=ready_message or None)  # fmt: skip
             if ready_status != "True":
                 self.recorder.publish(Event(
                     ObjectRef("NodePool", pool.name, "", pool.metadata.uid, "karpenter.sh/v1"),

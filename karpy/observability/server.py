@@ -89,7 +89,7 @@ class HTTPServers:
                 sockets = getattr(site._server, "sockets", None) or []
                 if sockets:
                     setattr(self, attr, sockets[0].getsockname()[1])
-            log.info("serving", health_port=self.health_port, metrics_port=self.metrics_port,
+            log.info("serving", healthPort=self.health_port, metricsPort=self.metrics_port,
                      profiling=self.profiling)  # fmt: skip
             self.started.set()
             await stop.wait()

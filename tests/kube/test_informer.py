@@ -248,7 +248,7 @@ async def test_429_with_retry_after_is_honoured(apiserver, logs):
         await asyncio.wait_for(informer.synced.wait(), 5)
     assert clock.slept[0] == 2.0  # the server's Retry-After, not the informer's backoff
     throttled = [m for m in messages(logs) if m["message"].startswith("throttled")]
-    assert throttled and throttled[0]["retry_in"] == 2.0
+    assert throttled and throttled[0]["retryIn"] == 2.0
 
 
 async def test_storage_initializing_429_on_custom_resources_is_retried(apiserver):
