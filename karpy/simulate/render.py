@@ -16,6 +16,8 @@ import yaml
 from karpy.scheduling.resources import format_resources
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from karpy.scheduling.results import NodeClaimPlan, Results
 
 __all__ = ["render_json", "render_table", "render_yaml", "to_document"]
@@ -112,7 +114,7 @@ def render_table(document: dict[str, Any]) -> str:
         )
         lines += _table(rows)
     else:
-        lines.append("No new nodes needed.")
+        lines.append(_no_new_nodes(document))
     existing = document["existingNodes"]
     if existing:
         lines.append("")
@@ -136,3 +138,14 @@ def render_table(document: dict[str, Any]) -> str:
         f"{stats['seconds']:.3f}s"
     )
     return "\n".join(lines) + "\n"
+
+
+def _no_new_nodes(document: Mapping[str, Any]) -> str:
+    """What happened when no node is to be launched: needed or not, say which."""
+    stuck = len(document["unschedulable"]) + int(document["stats"].get("deferred") or 0)
+    if not stuck:
+        return "No new nodes needed."
+    placed = sum(len(n["pods"]) for n in document["existingNodes"])
+    cannot = f"{stuck} pod{'s' if stuck != 1 else ''} cannot be placed"
+    fits = f", {placed} fit on existing nodes" if placed else ""
+    return f"0 new nodes; {cannot}{fits}."

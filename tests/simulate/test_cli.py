@@ -202,3 +202,20 @@ def test_an_invalid_scheduler_config_exits_two(
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert str(config) in line and 'unknown field "typo"' in line
+
+
+def test_the_table_says_what_happened_when_no_node_is_launched(
+    tmp_path: Path, catalog_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stuck = write_yaml(tmp_path / "stuck.yaml", f.nodepool("default"),
+                       f.pod("a", requests={"memory": "900Gi"}),
+                       f.pod("b", requests={"memory": "900Gi"}))  # fmt: skip
+    assert main(["simulate", "-f", str(stuck), "--instance-types", str(catalog_file),
+                 "-o", "table"]) == 0  # fmt: skip
+    table = capsys.readouterr().out
+    assert table.splitlines()[0] == "0 new nodes; 2 pods cannot be placed."
+    assert "No new nodes needed" not in table
+    quiet = write_yaml(tmp_path / "quiet.yaml", f.nodepool("default"))
+    assert main(["simulate", "-f", str(quiet), "--instance-types", str(catalog_file),
+                 "-o", "table"]) == 0  # fmt: skip
+    assert capsys.readouterr().out.splitlines()[0] == "No new nodes needed."
