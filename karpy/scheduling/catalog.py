@@ -7,7 +7,8 @@ The same document configures the fake cloud provider of the sandbox and the test
 simulation and the sandbox launch from identical facts.
 
 `parse_catalog` validates as it goes and raises `CatalogError` naming the exact field
-(``instanceTypes[3].offerings[0].price: must be a number``).
+(``instanceTypes[3].offerings[0].price: must be a number``); unknown fields and
+unsupported capacity types are errors too, so a typo never passes silently.
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 __all__ = ["Catalog", "CatalogError", "parse_catalog"]
+
+
+CATALOG_FIELDS = ("instanceTypes", "wellKnownLabels")
+INSTANCE_TYPE_FIELDS = ("name", "capacity", "overhead", "labels", "requirements", "offerings")
+OFFERING_FIELDS = ("zone", "capacityType", "price", "available", "reservationId",
+                   "reservationCapacity")  # fmt: skip
+CAPACITY_TYPES = ("spot", "on-demand", "reserved")
 
 
 class CatalogError(ValueError):
@@ -48,6 +56,15 @@ def _mapping(value: Any, path: str) -> Mapping[str, Any]:
     return value
 
 
+def _known(data: Mapping[str, Any], fields: tuple[str, ...], path: str) -> None:
+    """Unknown fields are errors, as the API server treats them in a CRD: a typo
+    (``capacty``, ``instancetypes``) must not pass silently."""
+    for name in data:
+        if name not in fields:
+            where = f"{path}.{name}" if path else str(name)
+            raise _fail(where, f"unknown field (expected one of: {', '.join(fields)})")
+
+
 def _list(value: Any, path: str) -> list[Any]:
     if value is None:
         return []
@@ -68,9 +85,14 @@ def _resources(value: Any, path: str) -> dict[str, int]:
 
 def _offering(value: Any, path: str) -> Offering:
     data = _mapping(value, path)
+    _known(data, OFFERING_FIELDS, path)
     for field in ("zone", "capacityType", "price"):
         if field not in data:
             raise _fail(f"{path}.{field}", "required")
+    if data["capacityType"] not in CAPACITY_TYPES:
+        raise _fail(f"{path}.capacityType",
+                    f"unsupported value {data['capacityType']!r} "
+                    f"(expected one of: {', '.join(CAPACITY_TYPES)})")  # fmt: skip
     price = data["price"]
     if isinstance(price, bool) or not isinstance(price, int | float | str):
         raise _fail(f"{path}.price", "must be a number")
@@ -96,6 +118,7 @@ def _offering(value: Any, path: str) -> Offering:
 
 def _requirement(value: Any, path: str) -> Requirement:
     data = _mapping(value, path)
+    _known(data, ("key", "operator", "values"), path)
     if "key" not in data or "operator" not in data:
         raise _fail(path, "key and operator are required")
     operator = str(data["operator"])
@@ -111,6 +134,7 @@ def _requirement(value: Any, path: str) -> Requirement:
 
 def _instance_type(value: Any, path: str) -> InstanceType:
     data = _mapping(value, path)
+    _known(data, INSTANCE_TYPE_FIELDS, path)
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise _fail(f"{path}.name", "required")
@@ -135,6 +159,7 @@ def _instance_type(value: Any, path: str) -> InstanceType:
 def parse_catalog(data: Any) -> Catalog:
     """Parse a catalog document (already loaded from YAML or JSON)."""
     doc = _mapping(data, "catalog")
+    _known(doc, CATALOG_FIELDS, "")
     raw_types = _list(doc.get("instanceTypes"), "instanceTypes")
     types = [_instance_type(t, f"instanceTypes[{i}]") for i, t in enumerate(raw_types)]
     names: set[str] = set()

@@ -37,6 +37,16 @@ def _files(path: str) -> list[tuple[str, Path | None]]:
     return [(str(p), p)]
 
 
+def _read(source: str, file: Path) -> str:
+    """The text of ``file``; one-line `UsageError` when it cannot be read as UTF-8."""
+    try:
+        return file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{source}: not UTF-8 text (a binary file?)") from None
+    except OSError as exc:
+        raise UsageError(f"{source}: {exc.strerror or exc}") from None
+
+
 def _parse_stream(source: str, text: str) -> Iterator[Any]:
     try:
         if source.endswith(".json"):
@@ -69,16 +79,15 @@ def load_objects(paths: Sequence[str], stdin: TextIO | None = None) -> list[Docu
     """Every object in ``paths`` (files, directories, ``-`` for stdin) with its source."""
     out: list[Document] = []
     for path in paths:
-        for source, file in _files(path):
-            if file is None:
-                text = (stdin or sys.stdin).read()
-            else:
-                try:
-                    text = file.read_text(encoding="utf-8")
-                except OSError as exc:
-                    raise UsageError(f"{source}: {exc.strerror or exc}") from exc
-            for doc in _parse_stream(source, text):
-                out.extend((source, obj) for obj in _flatten(source, doc))
+        files = _files(path)
+        if not files:
+            raise UsageError(f"{path}: a directory with no {', '.join(sorted(SUFFIXES))} files")
+        for source, file in files:
+            text = (stdin or sys.stdin).read() if file is None else _read(source, file)
+            docs = [doc for doc in _parse_stream(source, text) if doc is not None]
+            if not docs:  # an empty List is fine (nothing of a kind); an empty file is not
+                raise UsageError(f"{source}: empty: no YAML or JSON document in it")
+            out.extend((source, obj) for doc in docs for obj in _flatten(source, doc))
     return out
 
 
@@ -91,17 +100,13 @@ def load_scheduler_config(path: str) -> dict[str, Any]:
 
 
 def _load_mapping(path: str, what: str) -> dict[str, Any]:
+    if path != "-" and not Path(path).exists():
+        raise UsageError(f"{path}: {what}: no such file or directory")
     files = _files(path)
-    if len(files) != 1:
-        raise UsageError(f"{path}: {what} must be one file")
+    if len(files) != 1 or Path(path).is_dir():
+        raise UsageError(f"{path}: {what} must be one file, not a directory")
     source, file = files[0]
-    if file is None:
-        text = sys.stdin.read()
-    else:
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"{source}: {exc.strerror or exc}") from exc
+    text = sys.stdin.read() if file is None else _read(source, file)
     docs = [d for d in _parse_stream(source, text) if d is not None]
     if len(docs) != 1 or not isinstance(docs[0], dict):
         raise UsageError(f"{source}: {what} must be one mapping")

@@ -64,3 +64,25 @@ def test_errors_name_the_field(overrides: dict[str, Any], path: str) -> None:
 def test_duplicate_names_are_rejected() -> None:
     with pytest.raises(CatalogError, match="duplicate"):
         parse_catalog({"instanceTypes": [entry(), entry()]})
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"instancetypes": [entry()]}, "instancetypes: unknown field"),
+        ({"instanceTypes": [entry(capacty={"cpu": "2"})]},
+         r"instanceTypes\[0\].capacty: unknown field"),
+        ({"instanceTypes": [entry(offerings=[{"zone": "a", "capacityType": "spot",
+                                              "price": 1, "prise": 2}])]},
+         r"instanceTypes\[0\].offerings\[0\].prise: unknown field"),
+        ({"instanceTypes": [entry(requirements=[{"key": "k", "operator": "In",
+                                                 "value": ["x"]}])]},
+         r"requirements\[0\].value: unknown field"),
+        ({"instanceTypes": [entry(offerings=[{"zone": "a", "capacityType": "spto",
+                                              "price": 1}])]},
+         r"offerings\[0\].capacityType: unsupported value 'spto'"),
+    ],
+)  # fmt: skip
+def test_typos_are_errors_with_their_path(document: dict[str, Any], message: str) -> None:
+    with pytest.raises(CatalogError, match=message):
+        parse_catalog(document)
