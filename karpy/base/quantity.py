@@ -122,5 +122,9 @@ def format_quantity(milli: int, *, binary: bool = False) -> str:
 
 
 def format_resource(resource: str, milli: int) -> str:
-    """Render a quantity of ``resource`` the way kubectl users expect to read it."""
-    return format_quantity(milli, binary=is_binary_resource(resource))
+    """Render a quantity of ``resource`` the way users write it: memory and storage with
+    the largest exact binary suffix (``"3Gi"``), counts and CPUs as plain numbers
+    (``"10000"``, ``"1500m"``; never ``"10k"``, which is exact but reads as a typo)."""
+    if is_binary_resource(resource):
+        return format_quantity(milli, binary=True)
+    return f"{milli}m" if milli % 1000 else str(milli // 1000)
