@@ -94,11 +94,9 @@ class PoolReason:
     kind: str  # taints, requirements, volumes, topology, resources, instance types, limits, ...
     message: str
 
-    def render(self, single: bool) -> str:
+    def render(self) -> str:
         if self.kind in ("taints", "requirements"):
             return f'incompatible with nodepool "{self.nodepool}": {self.message}'
-        if single:
-            return self.message
         return f'nodepool "{self.nodepool}": {self.message}'
 
 
@@ -112,8 +110,8 @@ class UnschedulableReason:
     def render(self) -> str:
         if self.message:
             return self.message
-        single = len(self.pools) == 1
-        return "; ".join(p.render(single) for p in self.pools)
+        # Named even when there is one NodePool: a reason must say which pool it is about.
+        return "; ".join(p.render() for p in self.pools)
 
     def __str__(self) -> str:
         return self.render()

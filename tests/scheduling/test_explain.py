@@ -29,7 +29,7 @@ def test_a_resource_misfit_names_the_largest_instance_type() -> None:
     pod = f.pod("big", requests={"memory": "300Gi"})
     done = Round(pod, types=TYPES)
     assert done.reason(pod) == (
-        "no instance type has 300Gi memory after overhead "
+        'nodepool "default": no instance type has 300Gi memory after overhead '
         "(largest: r5a.8xlarge, 262044Mi allocatable)"
     )
 
@@ -83,7 +83,8 @@ def test_a_spread_that_cannot_be_met_names_skew_and_counts() -> None:
     ]
     reason = Round(pool, pods).reason(pods[1]) or ""
     assert reason.startswith(
-        "topology spread on topology.kubernetes.io/zone (maxSkew 1, minDomains 2)"
+        'nodepool "default": topology spread on topology.kubernetes.io/zone '
+        "(maxSkew 1, minDomains 2)"
     )
     assert "counts {zone-a=1}" in reason
 
@@ -91,7 +92,8 @@ def test_a_spread_that_cannot_be_met_names_skew_and_counts() -> None:
 def test_affinity_to_nothing_says_so() -> None:
     pod = f.pod("app", pod_affinity=[f.pod_affinity_term(ZONE, match_labels={"app": "db"})])
     assert Round(pod).reason(pod) == (
-        "pod affinity on topology.kubernetes.io/zone: no pod with app=db is running or planned"
+        'nodepool "default": pod affinity on topology.kubernetes.io/zone: no pod with app=db '
+        "is running or planned"
     )
 
 
@@ -111,7 +113,7 @@ def test_types_big_enough_but_not_purchasable_are_told_apart_from_types_too_smal
               node_selector={"karpenter.sh/capacity-type": "spot"})  # fmt: skip
     (refused,) = Scheduler(ctx, ClusterSnapshot()).solve([web]).unschedulable
     assert refused.render() == (
-        "instance types with {memory: 100Gi, pods: 1} "
+        'nodepool "default": instance types with {memory: 100Gi, pods: 1} '
         "(e.g. r5a.8xlarge) have no available offering for karpenter.sh/capacity-type In "
         "[spot] (none offered, or insufficient capacity recently)"
     )

@@ -118,7 +118,7 @@ def test_yaml_and_table_outputs(
     ]
     assert "default-1" in table and "m5.large" in table
     assert "Unschedulable pods (1):" in table
-    assert "default/huge: no instance type has 100Gi memory" in table
+    assert 'default/huge: nodepool "default": no instance type has 100Gi memory' in table
 
 
 def test_only_unschedulable_pods_are_scheduled_when_asked(
