@@ -30,11 +30,47 @@ from karpy.errors import UsageError
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Iterable
 
     from karpy.sandbox.apiserver import APIServer
 
 REPO_CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
+
+
+CRD_FIELDS = ("apiVersion", "kind", "metadata", "spec", "status")
+
+
+def check_crd_paths(paths: Iterable[Path]) -> None:
+    """Each ``--crds`` path must be a directory with manifests or a manifest of
+    CustomResourceDefinitions; anything else is one line naming it (`UsageError`)."""
+    import yaml  # noqa: PLC0415 - only when --crds is given
+
+    for path in paths:
+        if not path.exists():
+            raise UsageError(f"--crds {path}: no such file or directory")
+        files = sorted([*path.glob("*.yaml"), *path.glob("*.yml")]) if path.is_dir() else [path]
+        if not files:
+            raise UsageError(f"--crds {path}: a directory with no .yaml or .yml files")
+        for file in files:
+            try:
+                docs = [d for d in yaml.safe_load_all(file.read_text(encoding="utf-8")) if d]
+            except UnicodeDecodeError:
+                raise UsageError(f"--crds {file}: not UTF-8 text (a binary file?)") from None
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                line = f" (line {mark.line + 1})" if mark is not None else ""
+                raise UsageError(f"--crds {file}: not valid YAML{line}") from None
+            if not docs:
+                raise UsageError(f"--crds {file}: empty: no CustomResourceDefinition in it")
+            for doc in docs:
+                kind = doc.get("kind") if isinstance(doc, dict) else None
+                if kind != "CustomResourceDefinition":
+                    raise UsageError(f"--crds {file}: kind {kind!r} is not a "
+                                     "CustomResourceDefinition")  # fmt: skip
+                unknown = sorted(set(doc) - set(CRD_FIELDS))
+                if unknown:
+                    raise UsageError(f"--crds {file}: {unknown[0]}: unknown field "
+                                     f"(expected one of: {', '.join(CRD_FIELDS)})")  # fmt: skip
 
 
 def _add_apiserver_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,9 +115,7 @@ async def _serve(
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         raise UsageError(f"--host {args.host}: the emulator only listens on loopback")
     crd_dirs = args.crds if args.crds is not None else [REPO_CRDS]
-    for path in crd_dirs:
-        if args.crds is not None and not path.exists():
-            raise UsageError(f"--crds {path}: no such file or directory")
+    check_crd_paths(args.crds or ())
     server = APIServer(
         host=args.host,
         port=args.port,
@@ -247,9 +281,7 @@ async def _serve_cluster(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value < 0:
             raise UsageError(f"--{name.replace('_', '-')} {value}: must be zero or more")
-    for path in args.crds or ():
-        if not path.exists():
-            raise UsageError(f"--crds {path}: no such file or directory")
+    check_crd_paths(args.crds or ())
     cluster = SandboxCluster(
         host=args.host,
         port=args.port,
