@@ -13,6 +13,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import attrs
 import orjson
@@ -395,3 +396,46 @@ def test_a_busy_metrics_port_stops_the_controller_before_it_takes_the_lease(emul
     with pytest.raises(urllib.error.HTTPError) as missing:
         urllib.request.urlopen(lease, timeout=10)
     assert missing.value.code == 404, "the lease was never taken"
+
+
+def _bad_file(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    path = tmp_path / f"{kind}.yaml"
+    if kind == "binary":
+        path.write_bytes(b"\x7fELF\x02\x01\x01\x00\xd0\xff\xfe" * 20)
+        return path, "not UTF-8 text"
+    if kind == "empty":
+        path.write_text("")
+        return path, "empty"
+    if kind == "directory":
+        return tmp_path, "directory"
+    if kind == "missing":
+        return path, "does not exist"
+    path.write_text("instancetypes: []\nkind: Config\n")
+    return path, ""
+
+
+@pytest.mark.parametrize("kind", ["binary", "empty", "directory", "missing", "typo"])
+@pytest.mark.parametrize("setting", ["KUBECONFIG", "FAKE_INSTANCE_TYPES"])
+def test_unusable_files_in_settings_are_one_line_and_exit_2(
+    tmp_path: Path, setting: str, kind: str
+) -> None:
+    path, says = _bad_file(tmp_path, kind)
+    env = controller_env(CLUSTER_NAME="demo", CLOUD_PROVIDER="fake", **{setting: str(path)})
+    if setting == "FAKE_INSTANCE_TYPES":
+        env["KUBECONFIG"] = str(_kubeconfig(tmp_path))
+        says = {"missing": "no such file", "typo": "instancetypes: unknown field"}.get(kind, says)
+    result = run_controller(env)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+    assert str(path) in result.stderr and says in result.stderr
+
+
+def _kubeconfig(tmp_path: Path) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "users": [{"name": "u", "user": {}}],
+    }))  # fmt: skip
+    return path

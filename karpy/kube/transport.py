@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import aiohttp
+import yaml
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.configuration import Configuration
 from kubernetes_asyncio.config import ConfigException, incluster_config, kube_config
@@ -52,12 +53,32 @@ async def load_configuration(kubeconfig: str | None, env: Mapping[str, str] | No
                 f"no Kubernetes API configured: kubeconfig {path!r} does not exist and "
                 "KUBERNETES_SERVICE_HOST is not set (not running in a pod)"
             )
+        _check_kubeconfig(path)
         await kube_config.load_kube_config(
             config_file=path, client_configuration=configuration, persist_config=False
         )
     except ConfigException as exc:
         raise UsageError(f"no Kubernetes API configured: {exc}") from None
     return configuration
+
+
+def _check_kubeconfig(path: str) -> None:
+    """A kubeconfig the client library would choke on (a directory, a binary or empty
+    file, YAML that is not a mapping) is one line naming it, not a traceback."""
+    where = f"no Kubernetes API configured: kubeconfig {path!r}"
+    file = Path(path)
+    if file.is_dir():
+        raise UsageError(f"{where} is a directory, not a file")
+    try:
+        doc = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise UsageError(f"{where} is not UTF-8 text (a binary file?)") from None
+    except yaml.YAMLError:
+        raise UsageError(f"{where} is not valid YAML") from None
+    except OSError as exc:
+        raise UsageError(f"{where}: {exc.strerror or exc}") from None
+    if not isinstance(doc, dict) or not doc:
+        raise UsageError(f"{where} is empty or not a kubeconfig mapping")
 
 
 class Transport:
