@@ -120,7 +120,12 @@ class Frontend:
             return response
         except errors.APIError as err:
             return _error(err)
-        except (web.HTTPException, asyncio.CancelledError, ConnectionResetError):
+        except ConnectionResetError:
+            # The client went away mid-answer (a LIST it stopped reading, a killed
+            # process): a normal event, not a server error.
+            log.debug("client disconnected during %s %s", request.method, request.path_qs)
+            raise web.HTTPServiceUnavailable() from None  # never reaches the client
+        except (web.HTTPException, asyncio.CancelledError):
             raise
         except Exception as exc:
             log.exception("request %s %s failed", request.method, request.path_qs)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
+import struct
 import sys
 
 import aiohttp
@@ -65,3 +67,37 @@ async def test_missing_crd_directory_is_a_usage_error(tmp_path):
     )
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 2 and b"no such file or directory" in err
+
+
+async def test_a_client_that_disconnects_mid_list_is_no_error(tmp_path):
+    target = tmp_path / "kc.yaml"
+    proc, _ = await _start("--kubeconfig", str(target))
+    try:
+        server = yaml.safe_load(target.read_text())["clusters"][0]["cluster"]["server"]
+        host, port = server.removeprefix("http://").split(":")
+        big = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v" * 50_000}}
+        async with aiohttp.ClientSession() as session:
+            for i in range(200):  # a LIST of 10 MB, answered in chunks
+                body = {**big, "metadata": {"name": f"cm{i}", "namespace": "default"}}
+                async with session.post(server + "/api/v1/namespaces/default/configmaps",
+                                        json=body) as resp:  # fmt: skip
+                    assert resp.status == 201
+            for _ in range(5):
+                await asyncio.to_thread(_read_a_little_and_reset, host, int(port))
+            await asyncio.sleep(0.5)
+            async with session.get(server + "/healthz") as resp:
+                assert resp.status == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.wait(), 15)
+    assert proc.stderr is not None
+    err = (await proc.stderr.read()).decode()
+    assert "Traceback" not in err and "Error handling request" not in err, err
+
+
+def _read_a_little_and_reset(host: str, port: int) -> None:
+    """Ask for the LIST, read its first bytes, and vanish (RST) mid-answer."""
+    with socket.create_connection((host, port)) as conn:
+        conn.sendall(b"GET /api/v1/configmaps HTTP/1.1\r\nHost: x\r\n\r\n")
+        conn.recv(100)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
