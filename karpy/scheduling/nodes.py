@@ -48,6 +48,16 @@ class Node:
     capacity: ResourceList = attrs.field(factory=dict)
     provider_id: str = ""
     deleting: bool = False
+    # The Ready condition: True, False, or None when the node reports none (or Unknown
+    # is reported as False: the kubelet is not saying it is ready).
+    ready: bool | None = None
+
+
+def _ready(conditions: Any) -> bool | None:
+    for condition in conditions or ():
+        if isinstance(condition, dict) and condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return None
 
 
 def node_from_dict(data: Mapping[str, Any]) -> Node:
@@ -67,6 +77,7 @@ def node_from_dict(data: Mapping[str, Any]) -> Node:
         capacity=capacity,
         provider_id=str(spec.get("providerID") or ""),
         deleting=meta.get("deletionTimestamp") is not None,
+        ready=_ready(status.get("conditions")),
     )
 
 
@@ -130,12 +141,18 @@ class ClusterNode:
 
 
 def _effective_taints(
-    taints: Sequence[Taint], startup: Sequence[Taint], managed: bool, initialized: bool
+    taints: Sequence[Taint], startup: Sequence[Taint], *, initialized: bool, ready: bool
 ) -> tuple[Taint, ...]:
-    if not managed or initialized:
+    """What a pod must tolerate on a managed node. Capacity still on its way is used
+    despite the taints it will shed: the known ephemeral ones while it is uninitialized
+    or not Ready (a node labelled initialized that went NotReady is in flight again), and
+    the NodePool's startup taints while it is uninitialized. Any other taint counts."""
+    if initialized and ready:
         return tuple(taints)
     return tuple(
-        t for t in taints if not is_ephemeral_taint(t) and not any(s.matches(t) for s in startup)
+        t
+        for t in taints
+        if not is_ephemeral_taint(t) and (initialized or not any(s.matches(t) for s in startup))
     )
 
 
@@ -206,7 +223,10 @@ def _from_claim(claim: NodeClaimLike, node: Node | None) -> ClusterNode:
         for k, v in status.capacity.items():
             if not capacity.get(k):
                 capacity[k] = v
-    taints = _effective_taints(raw_taints, tuple(spec.startup_taints), True, initialized)
+    ready = node is None or node.ready is not False
+    taints = _effective_taints(
+        raw_taints, tuple(spec.startup_taints), initialized=initialized, ready=ready
+    )
     deleting = meta.deletion_timestamp is not None
     return ClusterNode(
         name=name,

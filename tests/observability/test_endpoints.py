@@ -27,6 +27,9 @@ def settings(**kw) -> Settings:
 
 
 FAST_ELECTION = RuntimeTimings(retry_period=0.2, renew_deadline=1, lease_duration=2)
+# For tests that are not about election: a profile slows the loop, which must not cost
+# the lease on a loaded machine.
+PATIENT_ELECTION = RuntimeTimings(retry_period=0.2, renew_deadline=10, lease_duration=15)
 
 
 async def start(
@@ -165,7 +168,7 @@ async def test_profiles_are_served_only_when_enabled(apiserver):
 
 @pytest.mark.timeout(30)
 async def test_cpu_and_heap_profiles(apiserver):
-    runtime, stop, task = await start(apiserver, enable_profiling=True)
+    runtime, stop, task = await start(apiserver, PATIENT_ELECTION, enable_profiling=True)
     port = runtime.http.metrics_port
     try:
         status, html = await get(port, "/debug/pprof/profile?seconds=0.3")

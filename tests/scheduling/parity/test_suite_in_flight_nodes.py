@@ -150,6 +150,60 @@ def test_not_ready_no_execute_taint_is_ignored_only_until_initialization(initial
     assert (landing.name == node["metadata"]["name"]) is not initialized
 
 
+_NOT_READY_TAINTS = [
+    f.taint("node.kubernetes.io/not-ready", effect="NoSchedule"),
+    f.taint("node.kubernetes.io/unreachable", effect="NoSchedule"),
+    f.taint("node.cloudprovider.kubernetes.io/uninitialized", "true", effect="NoSchedule"),
+]
+
+
+@pytest.mark.parametrize("ready", ["False", "Unknown"])
+def test_not_ready_initialized_node_is_in_flight_again(ready: str) -> None:
+    # It: In-Flight Nodes / Taints / should consider a tainted NotReady node as in-flight even if initialized
+    pool = suite_pool()
+    claim, node = launched(pool, "small-instance-type", initialized=True, taints=_NOT_READY_TAINTS)
+    node["status"]["conditions"] = [{"type": "Ready", "status": ready}]
+    pod = f.unschedulable_pod(limits=TINY)
+    assert provision(pool, claim, node, pod).node(pod).name == node["metadata"]["name"]
+
+
+def test_not_ready_initialized_node_still_refuses_pods_for_other_taints() -> None:
+    # The ephemeral taints are set aside on a NotReady node; any other taint still counts.
+    pool = suite_pool()
+    taints = [*_NOT_READY_TAINTS, f.taint("foo.com/taint", "tainted")]
+    claim, node = launched(pool, "small-instance-type", initialized=True, taints=taints)
+    node["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    pod = f.unschedulable_pod(limits=TINY)
+    assert provision(pool, claim, node, pod).node(pod).name != node["metadata"]["name"]
+
+
+def test_not_ready_initialized_node_does_not_shed_its_startup_taints() -> None:
+    # Startup taints are set aside only until initialization, Ready or not.
+    startup = f.taint("ignore-me", "nothing-to-see-here")
+    pool = suite_pool(startup_taints=[startup])
+    claim, node = launched(
+        pool, "small-instance-type", initialized=True, taints=[startup, *_NOT_READY_TAINTS]
+    )
+    node["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    pod = f.unschedulable_pod(limits=TINY)
+    assert provision(pool, claim, node, pod).node(pod).name != node["metadata"]["name"]
+
+
+@pytest.mark.parametrize("effect", ["NoSchedule", "NoExecute"])
+def test_registered_uninitialized_node_ignores_each_ephemeral_taint(effect: str) -> None:
+    # The known ephemeral taints need no toleration while the node is uninitialized.
+    pool = suite_pool()
+    taints = [
+        f.taint("node.kubernetes.io/not-ready", effect=effect),
+        f.taint("karpenter.sh/unregistered", effect="NoExecute"),
+        f.taint("node.kubernetes.io/unreachable", effect="NoSchedule"),
+    ]
+    claim, node = launched(pool, "small-instance-type", taints=taints)
+    node["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    pod = f.unschedulable_pod(limits=TINY)
+    assert provision(pool, claim, node, pod).node(pod).name == node["metadata"]["name"]
+
+
 def test_initialized_node_with_a_foreign_taint_is_avoided() -> None:
     # It: In-Flight Nodes / Taints / should not assume pod will schedule to a tainted node
     pool = suite_pool()
