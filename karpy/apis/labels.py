@@ -174,9 +174,6 @@ KNOWN_EPHEMERAL_TAINTS: Final = (
     ("node.kubernetes.io/not-ready", "NoSchedule"),
     ("node.kubernetes.io/not-ready", "NoExecute"),
     ("node.kubernetes.io/unreachable", "NoSchedule"),
-    # Karpenter lists only the NoSchedule one; the node lifecycle controller adds both
-    # effects to a node that stops reporting, and either goes away with it.
-    ("node.kubernetes.io/unreachable", "NoExecute"),
     ("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule"),
     (TAINT_UNREGISTERED, "NoExecute"),
 )

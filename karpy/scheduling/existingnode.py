@@ -13,14 +13,8 @@ from typing import TYPE_CHECKING
 
 from karpy.apis.labels import LABEL_HOSTNAME
 from karpy.scheduling.daemonsets import existing_node_daemon_overhead
+from karpy.scheduling.kinds import RejectionKind
 from karpy.scheduling.nodeclaim import (
-    HOST_PORTS,
-    REQUIREMENTS,
-    RESOURCES,
-    TAINTS,
-    TOPOLOGY,
-    VOLUME_LIMIT,
-    VOLUMES,
     Plan,
     Rejection,
     host_ports_conflict,
@@ -33,7 +27,7 @@ from karpy.scheduling.volumelimits import VolumeUsage, pod_volumes
 
 if TYPE_CHECKING:
     from karpy.apis.core import Taint
-    from karpy.scheduling.algebra import RequirementAlgebra
+    from karpy.scheduling.environment import RoundEnvironment
     from karpy.scheduling.nodes import ClusterNode
     from karpy.scheduling.pods import HostPort, Pod
     from karpy.scheduling.shapes import PodShape
@@ -90,30 +84,29 @@ class ExistingNode:
     def can_add(
         self,
         shape: PodShape,
-        *,
-        algebra: RequirementAlgebra,
-        topology: Topology,
+        env: RoundEnvironment,
         pod_volumes: PodVolumes | None = None,
     ) -> Plan | Rejection:
+        algebra, topology = env.algebra, env.topology
         if self.taints:
             taint = first_untolerated(self.taints, shape.tolerations)
             if taint is not None:
-                return Rejection(TAINTS, taint)
+                return Rejection(RejectionKind.TAINTS, taint)
         if self.volumes is not None:
             driver = self.volumes.exceeds(pod_volumes or {})
             if driver is not None:
-                return Rejection(VOLUME_LIMIT, driver)
+                return Rejection(RejectionKind.VOLUME_LIMIT, driver)
         if shape.host_ports and host_ports_conflict(shape.host_ports, self.host_ports):
-            return Rejection(HOST_PORTS)
+            return Rejection(RejectionKind.HOST_PORTS)
         if not fits(shape.requests, self.remaining):
-            return Rejection(RESOURCES)
+            return Rejection(RejectionKind.RESOURCES)
         if shape.hostname_requirement is not None:
             mismatch = hostname_mismatch(shape.hostname_requirement, self.hostname)
             if mismatch is not None:
-                return Rejection(REQUIREMENTS, mismatch)
+                return Rejection(RejectionKind.REQUIREMENTS, mismatch)
         merged = algebra.merge(self.requirements, shape.requirements, _NONE)
         if not isinstance(merged, Requirements):
-            return Rejection(REQUIREMENTS, merged)
+            return Rejection(RejectionKind.REQUIREMENTS, merged)
         last: Rejection | None = None
         for alternative in shape.volume_alternatives or (None,):
             reqs = merged
@@ -122,22 +115,22 @@ class ExistingNode:
                 host = volume.find(LABEL_HOSTNAME)
                 if host is not None:
                     if not host.has(self.hostname):
-                        last = Rejection(VOLUMES, f"volume requires {host.render()}")
+                        last = Rejection(RejectionKind.VOLUMES, f"volume requires {host.render()}")
                         continue
                     volume = volume.without(LABEL_HOSTNAME)
                 with_volume = algebra.merge(reqs, volume, _NONE)
                 if not isinstance(with_volume, Requirements):
-                    last = Rejection(VOLUMES, with_volume)
+                    last = Rejection(RejectionKind.VOLUMES, with_volume)
                     continue
                 reqs = with_volume
             narrowed = topology.allowed_domains(shape, self.taints, reqs, self.hostname)
             if not isinstance(narrowed, tuple):
-                last = Rejection(TOPOLOGY, narrowed)
+                last = Rejection(RejectionKind.TOPOLOGY, narrowed)
                 continue
             if narrowed:
                 topo = algebra.narrow(reqs, narrowed, _NONE)
                 if not isinstance(topo, Requirements):
-                    last = Rejection(TOPOLOGY, topo)
+                    last = Rejection(RejectionKind.TOPOLOGY, topo)
                     continue
                 reqs = topo
             return Plan(reqs)

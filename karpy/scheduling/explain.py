@@ -18,20 +18,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from karpy.base.quantity import format_resource
-from karpy.scheduling.nodeclaim import (
-    HOST_PORTS,
-    INSTANCE_TYPES,
-    MIN_VALUES,
-    REQUIREMENTS,
-    RESERVED,
-    RESOURCES,
-    TAINTS,
-    TOPOLOGY,
-    VOLUMES,
-    NewNodeClaim,
-    Plan,
-    Rejection,
-)
+from karpy.scheduling.kinds import RejectionKind
+from karpy.scheduling.nodeclaim import NewNodeClaim, Plan, Rejection
 from karpy.scheduling.requirements import RequirementConflict, Requirements, UndefinedLabel
 from karpy.scheduling.resources import merge, render_resources
 from karpy.scheduling.results import PoolReason, UnschedulableReason
@@ -39,10 +27,13 @@ from karpy.scheduling.taints import Taint, render_taint
 from karpy.scheduling.topology import TopologyFailure
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from karpy.scheduling.context import PoolCandidates
+    from karpy.scheduling.environment import RoundEnvironment
     from karpy.scheduling.index import InstanceTypeIndex
+    from karpy.scheduling.limits import PoolLimits
     from karpy.scheduling.shapes import PodShape
-    from karpy.scheduling.solver import Scheduler
 
 __all__ = ["Explainer", "describe_incompatibility"]
 
@@ -88,10 +79,20 @@ def describe_incompatibility(
 
 
 class Explainer:
-    __slots__ = ("_by_shape", "_scheduler")
+    """Explains unplaced pods of a round: ``fresh_claim`` opens a node of a pool as the
+    round would now (within what its limits leave), ``limits`` describes them."""
 
-    def __init__(self, scheduler: Scheduler) -> None:
-        self._scheduler = scheduler
+    __slots__ = ("_by_shape", "_env", "_fresh_claim", "_limits")
+
+    def __init__(
+        self,
+        env: RoundEnvironment,
+        fresh_claim: Callable[[PoolCandidates], NewNodeClaim | Rejection],
+        limits: PoolLimits,
+    ) -> None:
+        self._env = env
+        self._fresh_claim = fresh_claim
+        self._limits = limits
         self._by_shape: dict[int, UnschedulableReason] = {}
 
     def explain(self, shape: PodShape) -> UnschedulableReason:
@@ -103,20 +104,20 @@ class Explainer:
         return reason
 
     def _fully_relaxed(self, shape: PodShape) -> PodShape:
-        scheduler = self._scheduler
+        env = self._env
         while True:
-            relaxed = shape.relax(scheduler.tolerate_prefer_no_schedule, scheduler.policy)
+            relaxed = shape.relax(env.tolerate_prefer_no_schedule, env.policy)
             if relaxed is None:
                 return shape
-            scheduler.topology.prepare(relaxed)
+            env.topology.prepare(relaxed)
             shape = relaxed
 
     def _explain(self, shape: PodShape) -> UnschedulableReason:
-        context = self._scheduler.context
+        context = self._env.context
         if not context.pools:
             if context.skipped:
                 reasons = tuple(
-                    PoolReason(s.template.nodepool, "instance types", s.reason)
+                    PoolReason(s.template.nodepool, RejectionKind.INSTANCE_TYPES, s.reason)
                     for s in context.skipped
                 )
                 return UnschedulableReason(pools=reasons)
@@ -126,69 +127,69 @@ class Explainer:
         return UnschedulableReason(pools=tuple(self._pool(pool, shape) for pool in context.pools))
 
     def _pool(self, pool: PoolCandidates, shape: PodShape) -> PoolReason:
-        scheduler = self._scheduler
         name = pool.template.nodepool
-        claim = scheduler.fresh_claim(pool)
+        claim = self._fresh_claim(pool)
         if isinstance(claim, Rejection):
-            return PoolReason(name, "limits", str(claim.detail))
+            return PoolReason(name, RejectionKind.LIMITS, str(claim.detail))
         result = self._try(claim, shape)
         if isinstance(result, Plan):
             return PoolReason(
                 name,
-                "ordering",
+                RejectionKind.ORDERING,
                 "a new node would fit now, but not when the pod was tried (it depends on "
                 "other pods placed in this round)",
             )
-        if result.kind in (RESOURCES, INSTANCE_TYPES, MIN_VALUES) and claim.options != pool.options:
+        if (
+            result.kind
+            in (RejectionKind.RESOURCES, RejectionKind.INSTANCE_TYPES, RejectionKind.MIN_VALUES)
+            and claim.options != pool.options
+        ):
             unlimited = NewNodeClaim(pool, pool.options, claim.daemon_groups, -1)
             if isinstance(self._try(unlimited, shape), Plan):
-                return PoolReason(name, "limits", scheduler.limits.describe(pool))
+                return PoolReason(name, RejectionKind.LIMITS, self._limits.describe(pool))
         return PoolReason(name, result.kind, self._message(result, claim, shape))
 
     def _try(self, claim: NewNodeClaim, shape: PodShape) -> Plan | Rejection:
-        scheduler = self._scheduler
-        return claim.can_add(
-            shape,
-            algebra=scheduler.algebra,
-            topology=scheduler.topology,
-            index=scheduler.context.index,
-            well_known=scheduler.well_known,
-            relax_min_values=scheduler.relax_min_values,
-            reservations=scheduler.reservations,
-            reserved_fallback=scheduler.reserved_fallback,
-        )
+        env = self._env
+        return claim.can_add(shape, env, relax_min_values=env.relax_min_values)
 
     def _message(self, rejection: Rejection, claim: NewNodeClaim, shape: PodShape) -> str:
         detail = rejection.detail
         kind = rejection.kind
-        if kind == TAINTS and isinstance(detail, Taint):
+        if kind == RejectionKind.TAINTS and isinstance(detail, Taint):
             return f"did not tolerate taint {render_taint(detail)}"
-        if kind == REQUIREMENTS and isinstance(detail, UndefinedLabel | RequirementConflict):
+        if kind == RejectionKind.REQUIREMENTS and isinstance(
+            detail, UndefinedLabel | RequirementConflict
+        ):
             return describe_incompatibility(detail, shape)
-        if kind == VOLUMES:
+        if kind == RejectionKind.VOLUMES:
             if isinstance(detail, UndefinedLabel | RequirementConflict):
                 return "volume topology: " + describe_incompatibility(detail, None, "node")
             return f"volume topology: {detail}"
-        if kind == TOPOLOGY:
+        if kind == RejectionKind.TOPOLOGY:
             if isinstance(detail, TopologyFailure):
                 return detail.render()
             if isinstance(detail, UndefinedLabel | RequirementConflict):
                 return "topology: " + describe_incompatibility(detail, None)
-        if kind == HOST_PORTS:
+        if kind == RejectionKind.HOST_PORTS:
             return f"host port conflict: {detail}" if detail else "host port conflict"
-        if kind == RESERVED:
+        if kind == RejectionKind.RESERVED:
             return (
                 f"waiting for reserved capacity: {detail}; the pod is retried next round "
                 "instead of falling back to other capacity"
             )
-        if kind in (INSTANCE_TYPES, RESOURCES, MIN_VALUES):
+        if kind in (
+            RejectionKind.INSTANCE_TYPES,
+            RejectionKind.RESOURCES,
+            RejectionKind.MIN_VALUES,
+        ):
             return self._instance_types(claim, shape)
         return kind
 
     def _instance_types(self, claim: NewNodeClaim, shape: PodShape) -> str:
-        scheduler = self._scheduler
-        index = scheduler.context.index
-        reqs = scheduler.algebra.merge(claim.requirements, shape.requirements, scheduler.well_known)
+        env = self._env
+        index = env.index
+        reqs = env.algebra.merge(claim.requirements, shape.requirements, env.well_known)
         if not isinstance(reqs, Requirements):
             return describe_incompatibility(reqs, shape)
         options = claim.options

@@ -32,18 +32,19 @@ from karpy.apis.labels import (
     LABEL_INSTANCE_TYPE,
 )
 from karpy.scheduling.instancetypes import RESERVATION_ID_LABEL
+from karpy.scheduling.kinds import RejectionKind
 from karpy.scheduling.requirements import IN, Requirement
 from karpy.scheduling.resources import merge, min_resources
 from karpy.scheduling.results import NodeClaimPlan, PoolReason, UnschedulableReason
 from karpy.scheduling.templates import SIMULATION_ONLY_KEYS
 
 if TYPE_CHECKING:
+    from karpy.scheduling.environment import RoundEnvironment
     from karpy.scheduling.index import InstanceTypeIndex
     from karpy.scheduling.instancetypes import InstanceType, Offering
     from karpy.scheduling.nodeclaim import NewNodeClaim
     from karpy.scheduling.pods import Pod
     from karpy.scheduling.requirements import Requirements
-    from karpy.scheduling.solver import Scheduler
 
 __all__ = ["finalize_claims"]
 
@@ -51,14 +52,14 @@ LabelKey = tuple[int, int, object]
 
 
 def finalize_claims(
-    scheduler: Scheduler, claims: list[NewNodeClaim]
+    env: RoundEnvironment, claims: list[NewNodeClaim]
 ) -> tuple[list[NodeClaimPlan], list[tuple[Pod, UnschedulableReason]]]:
     plans: list[NodeClaimPlan] = []
     failed: list[tuple[Pod, UnschedulableReason]] = []
     sequence: dict[str, int] = {}
-    taken = {n.name for n in scheduler.cluster.nodes} | {n.name for n in scheduler.cluster.capacity}
-    strict = not scheduler.relax_min_values
-    index = scheduler.context.index
+    taken = set(env.taken_names)
+    strict = not env.relax_min_values
+    index = env.index
     stripped: dict[int, tuple[Requirements, Requirements]] = {}
     labels_memo: dict[LabelKey, dict[str, str]] = {}
     for claim in claims:
@@ -75,12 +76,12 @@ def finalize_claims(
             # Launch into the held reservations only, so two nodes never count on one slot.
             reqs = reqs.replace(Requirement.in_values(LABEL_CAPACITY_TYPE, CAPACITY_TYPE_RESERVED))
             reqs = reqs.add(Requirement.new(RESERVATION_ID_LABEL, IN, claim.reserved))
-        chosen = index.first(claim.options, reqs, scheduler.max_instance_types)
+        chosen = index.first(claim.options, reqs, env.max_instance_types)
         if strict and chosen != claim.options and reqs.has_min_values():
-            short = _min_values_shortfall(index, reqs, chosen, scheduler.max_instance_types)
+            short = _min_values_shortfall(index, reqs, chosen, env.max_instance_types)
             if short:
                 reason = UnschedulableReason(
-                    pools=(PoolReason(template.nodepool, "minValues", short),)
+                    pools=(PoolReason(template.nodepool, RejectionKind.MIN_VALUES, short),)
                 )
                 failed.extend((pod, reason) for pod in claim.pods)
                 continue
@@ -101,9 +102,7 @@ def finalize_claims(
         label_key: LabelKey = (id(reqs), index.position(instance_type), offering)
         labels = labels_memo.get(label_key)
         if labels is None:
-            labels = labels_memo[label_key] = _labels(
-                scheduler, claim, reqs, instance_type, offering
-            )
+            labels = labels_memo[label_key] = _labels(env, claim, reqs, instance_type, offering)
         plans.append(
             NodeClaimPlan(
                 name=name,
@@ -151,7 +150,7 @@ def _cheapest(
 
 
 def _labels(
-    scheduler: Scheduler,
+    env: RoundEnvironment,
     claim: NewNodeClaim,
     reqs: Requirements,
     instance_type: InstanceType,
@@ -166,7 +165,7 @@ def _labels(
         if values:
             labels[key] = values[0]
     labels.update(reqs.labels(exclude=SIMULATION_ONLY_KEYS))
-    labels.update(claim.pool.template.custom_labels(reqs, scheduler.well_known))
+    labels.update(claim.pool.template.custom_labels(reqs, env.well_known))
     labels.update(claim.pool.template.labels)
     labels.update(offering.labels)
     labels[LABEL_INSTANCE_TYPE] = instance_type.name

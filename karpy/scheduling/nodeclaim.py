@@ -28,6 +28,7 @@ from karpy.apis.labels import CAPACITY_TYPE_RESERVED as RESERVED_CAPACITY
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_ZONE
 from karpy.scheduling.index import iter_bits
 from karpy.scheduling.instancetypes import RESERVATION_ID_LABEL
+from karpy.scheduling.kinds import RejectionKind
 from karpy.scheduling.requirements import EXISTS, Requirement, RequirementConflict, Requirements
 from karpy.scheduling.taints import first_untolerated
 
@@ -38,31 +39,16 @@ if TYPE_CHECKING:
     from karpy.scheduling.algebra import Incompatible, RequirementAlgebra
     from karpy.scheduling.context import PoolCandidates
     from karpy.scheduling.daemonsets import DaemonOverheadGroup
+    from karpy.scheduling.environment import RoundEnvironment
     from karpy.scheduling.index import InstanceTypeIndex
     from karpy.scheduling.pods import HostPort, Pod
     from karpy.scheduling.reservations import ReservationManager
     from karpy.scheduling.shapes import PodShape
-    from karpy.scheduling.topology import Topology, TopologyFailure
+    from karpy.scheduling.topology import TopologyFailure
 
 __all__ = ["NewNodeClaim", "Plan", "Rejection"]
 
 _OFFERING_KEYS: Final = (LABEL_ZONE, LABEL_CAPACITY_TYPE, RESERVATION_ID_LABEL)
-
-# Rejection kinds. Those in MONOTONE can only get worse as the claim fills up, so the
-# solver may remember them per shape; topology rejections can heal as counts change.
-TAINTS: Final = "taints"
-REQUIREMENTS: Final = "requirements"
-VOLUMES: Final = "volumes"
-TOPOLOGY: Final = "topology"
-INSTANCE_TYPES: Final = "instance types"
-HOST_PORTS: Final = "host ports"
-RESOURCES: Final = "resources"
-MIN_VALUES: Final = "minValues"
-RESERVED: Final = "reserved capacity"
-VOLUME_LIMIT: Final = "volume attach limit"  # per pod, not per shape: never remembered
-MONOTONE: Final = frozenset(
-    {TAINTS, REQUIREMENTS, VOLUMES, INSTANCE_TYPES, HOST_PORTS, RESOURCES, MIN_VALUES}
-)
 
 
 def is_permanent(rejection: Rejection) -> bool:
@@ -72,9 +58,9 @@ def is_permanent(rejection: Rejection) -> bool:
     only in the odd case of a node-side ``Exists`` narrowing to a negative requirement,
     or a key the node lacked becoming defined by another pod's requirements.
     """
-    if rejection.kind not in MONOTONE:
+    if not rejection.kind.monotone:
         return False
-    if rejection.kind != REQUIREMENTS:
+    if rejection.kind is not RejectionKind.REQUIREMENTS:
         return True
     detail = rejection.detail
     return isinstance(detail, RequirementConflict) and detail.existing.operator != EXISTS
@@ -82,7 +68,7 @@ def is_permanent(rejection: Rejection) -> bool:
 
 @attrs.frozen(slots=True)
 class Rejection:
-    kind: str
+    kind: RejectionKind
     detail: Taint | Incompatible | TopologyFailure | str | None = None
 
 
@@ -157,51 +143,46 @@ class NewNodeClaim:
         return self.pool.template.taints
 
     def can_add(
-        self,
-        shape: PodShape,
-        *,
-        algebra: RequirementAlgebra,
-        topology: Topology,
-        index: InstanceTypeIndex,
-        well_known: frozenset[str],
-        relax_min_values: bool,
-        reservations: ReservationManager | None = None,
-        reserved_fallback: bool = False,
+        self, shape: PodShape, env: RoundEnvironment, *, relax_min_values: bool = False
     ) -> Plan | Rejection:
+        """A plan for adding a pod of ``shape``, or the first check that refused it.
+        ``relax_min_values`` lets a new node relax minValues it cannot meet (in-flight
+        claims never do)."""
+        algebra, topology, index, well_known = env.algebra, env.topology, env.index, env.well_known
         taint = _untolerated(self.pool, shape)
         if taint is not None:
-            return Rejection(TAINTS, taint)
+            return Rejection(RejectionKind.TAINTS, taint)
         if shape.hostname_requirement is not None:
             mismatch = hostname_mismatch(shape.hostname_requirement, self.hostname)
             if mismatch is not None:
-                return Rejection(REQUIREMENTS, mismatch)
+                return Rejection(RejectionKind.REQUIREMENTS, mismatch)
         merged = algebra.merge(self.requirements, shape.requirements, well_known)
         if not isinstance(merged, Requirements):
-            return Rejection(REQUIREMENTS, merged)
+            return Rejection(RejectionKind.REQUIREMENTS, merged)
         if shape.host_ports and host_ports_conflict(shape.host_ports, self.host_ports):
-            return Rejection(HOST_PORTS)
+            return Rejection(RejectionKind.HOST_PORTS)
         last: Rejection | None = None
         for volume in shape.volume_alternatives or (None,):
             reqs = merged
             if volume is not None:
                 reqs_or = _with_volume(algebra, reqs, volume, self.hostname, well_known)
                 if not isinstance(reqs_or, Requirements):
-                    last = Rejection(VOLUMES, reqs_or)
+                    last = Rejection(RejectionKind.VOLUMES, reqs_or)
                     continue
                 reqs = reqs_or
             narrowed = topology.allowed_domains(shape, self.taints, reqs, self.hostname)
             if not isinstance(narrowed, tuple):
-                last = Rejection(TOPOLOGY, narrowed)
+                last = Rejection(RejectionKind.TOPOLOGY, narrowed)
                 continue
             if narrowed:
                 topo = algebra.narrow(reqs, narrowed, well_known)
                 if not isinstance(topo, Requirements):
-                    last = Rejection(TOPOLOGY, topo)
+                    last = Rejection(RejectionKind.TOPOLOGY, topo)
                     continue
                 reqs = topo
             plan = self._filter(shape, reqs, index, relax_min_values)
-            if isinstance(plan, Plan) and reservations is not None:
-                plan = self._reserve(plan, index, reservations, reserved_fallback)
+            if isinstance(plan, Plan) and env.reservations is not None:
+                plan = self._reserve(plan, index, env.reservations, env.reserved_fallback)
             if isinstance(plan, Plan):
                 return plan
             last = plan
@@ -223,7 +204,7 @@ class NewNodeClaim:
         if offering_changed:
             options &= index.offering_mask(reqs)
         if not options:
-            return Rejection(INSTANCE_TYPES)
+            return Rejection(RejectionKind.INSTANCE_TYPES)
         totals = dict(self.requests)
         for name, value in shape.requests.items():
             totals[name] = totals.get(name, 0) + value
@@ -246,13 +227,15 @@ class NewNodeClaim:
             remaining |= candidates & index.fits_mask(needed)
         if not remaining:
             if blocked:
-                return Rejection(HOST_PORTS, "a DaemonSet on the node uses the same host port")
-            return Rejection(RESOURCES)
+                return Rejection(
+                    RejectionKind.HOST_PORTS, "a DaemonSet on the node uses the same host port"
+                )
+            return Rejection(RejectionKind.RESOURCES)
         relaxed = False
         if reqs.has_min_values():
             result = _check_min_values(reqs, remaining, index, relax_min_values)
             if result is None:
-                return Rejection(MIN_VALUES)
+                return Rejection(RejectionKind.MIN_VALUES)
             reqs, relaxed = result
         return Plan(reqs, remaining, relaxed)
 
@@ -281,16 +264,18 @@ class NewNodeClaim:
                     held.append(rid)
         if not fallback:
             if compatible and not held:
-                return Rejection(RESERVED, "every compatible reserved offering is already held")
+                return Rejection(
+                    RejectionKind.RESERVED, "every compatible reserved offering is already held"
+                )
             if self.reserved and not held:
-                return Rejection(RESERVED, "the node would lose the reserved offerings it holds")
+                return Rejection(
+                    RejectionKind.RESERVED, "the node would lose the reserved offerings it holds"
+                )
         if not held and not self.reserved:
             return plan
         return attrs.evolve(plan, reservations=tuple(sorted(held)))
 
-    def add(
-        self, pod: Pod, shape: PodShape, plan: Plan, topology: Topology, well_known: frozenset[str]
-    ) -> None:
+    def add(self, pod: Pod, shape: PodShape, plan: Plan, env: RoundEnvironment) -> None:
         self.pods.append(pod)
         self.shapes.append(shape)
         self.options = plan.options
@@ -299,19 +284,17 @@ class NewNodeClaim:
         self.requirements = plan.requirements
         self.min_values_relaxed = self.min_values_relaxed or plan.min_values_relaxed
         self.reserved = plan.reservations
-        topology.record(shape, self.taints, plan.requirements, self.hostname, well_known)
+        env.topology.record(shape, self.taints, plan.requirements, self.hostname, env.well_known)
         if shape.host_ports:
             self.host_ports.extend(shape.host_ports)
 
 
 def _untolerated(pool: PoolCandidates, shape: PodShape) -> Taint | None:
-    cache = shape.cache
-    key = ("taints", id(pool))
-    if key in cache:
-        result: Taint | None = cache[key]
-        return result
-    taint = first_untolerated(pool.template.taints, shape.tolerations)
-    cache[key] = taint
+    known = shape.memo.untolerated
+    key = id(pool)
+    if key in known:
+        return known[key]
+    taint = known[key] = first_untolerated(pool.template.taints, shape.tolerations)
     return taint
 
 

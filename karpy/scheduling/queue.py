@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from karpy.scheduling.pods import Pod
 
-__all__ = ["ClaimOrder", "PodQueue", "queue_order"]
+__all__ = ["ClaimOrder", "Lane", "PodQueue", "queue_order"]
 
 
 def queue_order(pod: Pod) -> tuple[int, int, str, str, str, str]:
@@ -68,6 +68,47 @@ class PodQueue:
         return list(self._pods)
 
 
+# A claim's values for the keys topology decides by (None: not narrowed to a set), so a
+# pod can pass over every claim whose zones its topology refuses at once.
+Lane = tuple[frozenset[str] | None, ...]
+
+
+class _Lane:
+    """Claim indices of one lane bucketed by pod count."""
+
+    __slots__ = ("buckets", "counts")
+
+    def __init__(self) -> None:
+        self.buckets: dict[int, list[int]] = {}
+        self.counts: list[int] = []
+
+    def insert(self, claim: int, pods: int) -> None:
+        bucket = self.buckets.get(pods)
+        if bucket is None:
+            self.buckets[pods] = [claim]
+            insort(self.counts, pods)
+        else:
+            insort(bucket, claim)
+
+    def remove(self, claim: int, pods: int) -> None:
+        bucket = self.buckets[pods]
+        del bucket[bisect_left(bucket, claim)]
+        if not bucket:
+            del self.buckets[pods]
+            del self.counts[bisect_left(self.counts, pods)]
+
+    def __iter__(self) -> Iterator[int]:
+        buckets = self.buckets
+        for count in self.counts:
+            yield from buckets[count]
+
+    def keyed(self) -> Iterator[tuple[int, int]]:
+        buckets = self.buckets
+        for count in self.counts:
+            for claim in buckets[count]:
+                yield count, claim
+
+
 class ClaimOrder:
     """Claim indices bucketed by pod count; iteration yields fewest-pods-first.
 
@@ -76,13 +117,18 @@ class ClaimOrder:
     being placed needs; it comes back (`unpark`) as soon as a pod asks for no more than
     its room. Pods are queued largest first, so parked claims mostly stay parked until
     the requests shrink, and pods stop walking past nodes they cannot fit on.
+
+    Claims also run in *lanes*: the solver files each claim under what topology decides
+    by (the zones it may still be in, say), and a pod whose topology refuses a whole
+    lane walks only the others (`among`). Within and across lanes the order is the same
+    single order: fewest pods, then oldest.
     """
 
-    __slots__ = ("_buckets", "_counts", "_parked", "_pods")
+    __slots__ = ("_lane_of", "_lanes", "_parked", "_pods")
 
     def __init__(self) -> None:
-        self._buckets: dict[int, list[int]] = {}
-        self._counts: list[int] = []
+        self._lanes: dict[Lane, _Lane] = {}
+        self._lane_of: dict[int, Lane] = {}  # claim -> lane, kept while parked
         self._pods: dict[int, int] = {}  # claim -> pod count, for claims in the order
         # resource -> heap of (-room, claim, pods): the roomiest parked claim on top
         self._parked: dict[str, list[tuple[int, int, int]]] = {}
@@ -90,29 +136,24 @@ class ClaimOrder:
     def __len__(self) -> int:
         return len(self._pods)
 
-    def insert(self, claim: int, pods: int) -> None:
+    def insert(self, claim: int, pods: int, lane: Lane = ()) -> None:
         self._pods[claim] = pods
-        bucket = self._buckets.get(pods)
-        if bucket is None:
-            self._buckets[pods] = [claim]
-            insort(self._counts, pods)
-        else:
-            insort(bucket, claim)
+        self._lane_of[claim] = lane
+        holder = self._lanes.get(lane)
+        if holder is None:
+            holder = self._lanes[lane] = _Lane()
+        holder.insert(claim, pods)
 
     def remove(self, claim: int) -> int:
         pods = self._pods.pop(claim)
-        bucket = self._buckets[pods]
-        del bucket[bisect_left(bucket, claim)]
-        if not bucket:
-            del self._buckets[pods]
-            del self._counts[bisect_left(self._counts, pods)]
+        self._lanes[self._lane_of[claim]].remove(claim, pods)
         return pods
 
-    def moved(self, claim: int, pods: int) -> None:
-        """``claim`` now holds ``pods`` pods."""
+    def moved(self, claim: int, pods: int, lane: Lane = ()) -> None:
+        """``claim`` now holds ``pods`` pods and belongs to ``lane``."""
         if claim in self._pods:
             self.remove(claim)
-        self.insert(claim, pods)
+        self.insert(claim, pods, lane)
 
     def park(self, claim: int, pods: int, resource: str, room: int) -> None:
         if claim in self._pods:
@@ -126,13 +167,25 @@ class ClaimOrder:
             while heap and -heap[0][0] >= need:
                 _, claim, pods = heapq.heappop(heap)
                 if claim not in self._pods:
-                    self.insert(claim, pods)
+                    self.insert(claim, pods, self._lane_of[claim])
 
     def __contains__(self, claim: int) -> bool:
         return claim in self._pods
 
+    def lanes(self) -> list[Lane]:
+        return [lane for lane, holder in self._lanes.items() if holder.counts]
+
     def __iter__(self) -> Iterator[int]:
         # Callers stop iterating before they move a claim, so no copies are needed.
-        buckets = self._buckets
-        for count in self._counts:
-            yield from buckets[count]
+        return self.among(None)
+
+    def among(self, lanes: Iterable[Lane] | None) -> Iterator[int]:
+        """The claims of ``lanes`` (None: every lane), in the one order."""
+        holders = (
+            [h for h in self._lanes.values() if h.counts]
+            if lanes is None
+            else [h for lane in lanes if (h := self._lanes.get(lane)) is not None and h.counts]
+        )
+        if len(holders) == 1:
+            return iter(holders[0])
+        return (claim for _, claim in heapq.merge(*(h.keyed() for h in holders)))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE
+from karpy.scheduling.kinds import RejectionKind
 from karpy.scheduling.requirements import IN, Requirement
 
 if TYPE_CHECKING:
@@ -91,11 +92,11 @@ class PoolReason:
     """Why a NodePool cannot host a pod: the first of its constraints that failed."""
 
     nodepool: str
-    kind: str  # taints, requirements, volumes, topology, resources, instance types, limits, ...
+    kind: RejectionKind
     message: str
 
     def render(self) -> str:
-        if self.kind in ("taints", "requirements"):
+        if self.kind in (RejectionKind.TAINTS, RejectionKind.REQUIREMENTS):
             return f'incompatible with nodepool "{self.nodepool}": {self.message}'
         return f'nodepool "{self.nodepool}": {self.message}'
 
@@ -120,7 +121,7 @@ class UnschedulableReason:
 @attrs.frozen(slots=True)
 class Unschedulable:
     pod: Pod
-    reason: UnschedulableReason | str
+    reason: UnschedulableReason
 
     def render(self) -> str:
         return str(self.reason)

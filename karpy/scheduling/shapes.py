@@ -16,13 +16,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from karpy.apis.labels import LABEL_HOSTNAME
+from karpy.scheduling.kinds import PreferencePolicy
 from karpy.scheduling.requirements import IN, Requirement, Requirements
 from karpy.scheduling.taints import PREFER_NO_SCHEDULE_TOLERATION
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from karpy.apis.core import Taint
     from karpy.scheduling.pods import (
         HostPort,
         NodeSelectorTerm,
@@ -33,15 +37,32 @@ if TYPE_CHECKING:
         WeightedPodAffinityTerm,
     )
     from karpy.scheduling.taints import Toleration
+    from karpy.scheduling.topologygroup import TopologyGroup
 
 __all__ = ["PodShape", "ShapeBuilder", "term_requirements", "visible_label_keys"]
-
-RESPECT = "Respect"
-IGNORE = "Ignore"
 
 
 def term_requirements(term: NodeSelectorTerm) -> Requirements:
     return Requirements(Requirement.new(r.key, r.operator, r.values) for r in term)
+
+
+@attrs.define(slots=True)
+class ShapeMemo:
+    """What the round learned about one shape, so later pods of it skip known answers.
+
+    Only refusals that cannot heal as nodes fill up are remembered (see
+    `karpy.scheduling.kinds.RejectionKind.monotone`)."""
+
+    # Existing nodes before this position refuse the shape for the rest of the round.
+    existing_cursor: int = 0
+    # Planned claims (by index) that refuse the shape for the rest of the round.
+    rejected_claims: set[int] = attrs.field(factory=set)
+    # NodePools (by position) whose fresh claims refuse the shape.
+    rejected_pools: set[int] = attrs.field(factory=set)
+    # The first taint of a pool (by identity) the shape does not tolerate, if any.
+    untolerated: dict[int, Taint | None] = attrs.field(factory=dict)
+    # The topology groups selecting the shape, as of a topology generation.
+    selecting: tuple[int, list[TopologyGroup], list[TopologyGroup]] | None = None
 
 
 class PodShape:
@@ -49,12 +70,12 @@ class PodShape:
 
     __slots__ = (
         "_relaxed",
-        "cache",
         "host_ports",
         "hostname_requirement",
         "id",
         "inverse_owned",
         "labels",
+        "memo",
         "namespace",
         "node_selector",
         "owned_groups",
@@ -113,15 +134,15 @@ class PodShape:
         self.root: PodShape = root if root is not None else self
         self.id = 0
         self._relaxed: PodShape | bool | None = False  # False: not computed yet
-        self.cache: dict[Any, Any] = {}
-        self.owned_groups: list[Any] | None = None
-        self.inverse_owned: list[Any] | None = None
+        self.memo = ShapeMemo()
+        self.owned_groups: list[TopologyGroup] | None = None
+        self.inverse_owned: list[TopologyGroup] | None = None
         base = Requirements(Requirement.new(k, IN, (v,)) for k, v in node_selector)
         strict = base
         if required_node_terms:
             strict = base.merge(term_requirements(required_node_terms[0]))
         self.strict_requirements = strict
-        if policy == RESPECT and preferred_node_terms:
+        if policy == PreferencePolicy.RESPECT and preferred_node_terms:
             heaviest = max(preferred_node_terms, key=lambda p: p.weight)
             requirements = strict.merge(term_requirements(heaviest.term))
         else:

@@ -37,20 +37,31 @@ import attrs
 from karpy.scheduling.algebra import RequirementAlgebra
 from karpy.scheduling.boundpods import BoundPods
 from karpy.scheduling.daemonsets import daemon_overhead_groups
+from karpy.scheduling.environment import RoundEnvironment
 from karpy.scheduling.existingnode import ExistingNode, existing_nodes
 from karpy.scheduling.explain import Explainer
 from karpy.scheduling.finalize import finalize_claims
 from karpy.scheduling.index import bitset_bytes, iter_bits, iter_set_bits
+from karpy.scheduling.kinds import GroupKind, Outcome, PreferencePolicy, RejectionKind
 from karpy.scheduling.limits import PoolLimits
-from karpy.scheduling.nodeclaim import RESERVED, NewNodeClaim, Plan, Rejection, is_permanent
-from karpy.scheduling.queue import ClaimOrder, PodQueue
+from karpy.scheduling.nodeclaim import (
+    NewNodeClaim,
+    Plan,
+    Rejection,
+    is_permanent,
+)
+from karpy.scheduling.queue import ClaimOrder, Lane, PodQueue
 from karpy.scheduling.reservations import ReservationManager
 from karpy.scheduling.resources import smallest_requests
-from karpy.scheduling.results import ExistingNodePlacement, Results, Unschedulable
+from karpy.scheduling.results import (
+    ExistingNodePlacement,
+    Results,
+    Unschedulable,
+    UnschedulableReason,
+)
 from karpy.scheduling.roomindex import RoomIndex
-from karpy.scheduling.shapes import RESPECT, PodShape, ShapeBuilder, visible_label_keys
+from karpy.scheduling.shapes import PodShape, ShapeBuilder, visible_label_keys
 from karpy.scheduling.topology import Topology
-from karpy.scheduling.topologygroup import AFFINITY, ANTI_AFFINITY, SPREAD
 from karpy.scheduling.validation import pod_problem
 from karpy.scheduling.volumelimits import pod_volumes
 from karpy.scheduling.volumes import VolumeCatalog, VolumeError, volume_requirements
@@ -69,9 +80,6 @@ __all__ = ["ClusterSnapshot", "Scheduler"]
 
 DEFAULT_BUDGET_SECONDS: Final = 30.0
 # Outcomes of trying one pod shape against all capacity.
-PLACED: Final = "placed"
-FAILED: Final = "failed"
-WAIT_FOR_RESERVATION: Final = "wait for reservation"
 MAX_INSTANCE_TYPES: Final = 600
 # Resources whose room a planned claim tracks, to skip claims too small for a pod.
 _ROOM_RESOURCES: Final = ("cpu", "memory")
@@ -99,7 +107,7 @@ class Scheduler:
         context: SchedulingContext,
         cluster: ClusterSnapshot,
         *,
-        preference_policy: str = RESPECT,
+        preference_policy: PreferencePolicy | str = PreferencePolicy.RESPECT,
         max_instance_types: int = MAX_INSTANCE_TYPES,
         reserved_capacity: bool = True,
         reserved_fallback: bool = False,
@@ -110,7 +118,7 @@ class Scheduler:
         not)."""
         self.context = context
         self.cluster = cluster
-        self.policy = preference_policy
+        self.policy = PreferencePolicy(preference_policy)
         self.max_instance_types = max_instance_types
         self.well_known = context.well_known_labels
         self.relax_min_values = context.min_values_policy == "BestEffort"
@@ -120,6 +128,7 @@ class Scheduler:
         self.algebra = RequirementAlgebra()
         self.claims: list[NewNodeClaim] = []
         self.claim_order = ClaimOrder()
+        self.lane_keys: tuple[str, ...] = ()  # see `_lane`
         self.existing: list[ExistingNode] = []
         self.room = RoomIndex(())
         # Existing nodes and planned claims by host position (see `Topology.hosts`).
@@ -134,6 +143,7 @@ class Scheduler:
             for pool in context.pools
         }
         self.topology: Topology
+        self.env: RoundEnvironment  # set when the round starts (it needs the topology)
         self._solved = False
         self.smallest_requests: dict[str, int] = {}
         # Per pod (by id), the claims it mounts by CSI driver, when some node has limits.
@@ -178,9 +188,24 @@ class Scheduler:
             policy=self.policy,
             hostnames=[n.hostname for n in self.existing],
         )
+        self.env = RoundEnvironment(
+            context=self.context,
+            algebra=self.algebra,
+            topology=self.topology,
+            policy=self.policy,
+            tolerate_prefer_no_schedule=self.tolerate_prefer_no_schedule,
+            relax_min_values=self.relax_min_values,
+            max_instance_types=self.max_instance_types,
+            reservations=self.reservations,
+            reserved_fallback=self.reserved_fallback,
+            taken_names=frozenset(
+                {n.name for n in self.cluster.nodes} | {n.name for n in self.cluster.capacity}
+            ),
+        )
         self._place_existing_nodes()
         for shape in shapes.shapes:
             self.topology.prepare(shape)
+        self.lane_keys = self.topology.domain_keys()
         shape_of = {id(pod): shape for pod, shape in schedulable}
         self.smallest_requests = smallest_requests(s.requests for s in shapes.shapes)
         queue = PodQueue(pod for pod, _ in schedulable)
@@ -199,11 +224,11 @@ class Scheduler:
             else:
                 failed[id(pod)] = pod
                 queue.push(pod)
-        explainer = Explainer(self)
+        explainer = Explainer(self.env, self.fresh_claim, self.limits)
         unschedulable.extend(
             Unschedulable(pod, explainer.explain(shape_of[id(pod)])) for pod in failed.values()
         )
-        claims, truncated = finalize_claims(self, self.claims)
+        claims, truncated = finalize_claims(self.env, self.claims)
         for pod, reason in truncated:
             unschedulable.append(Unschedulable(pod, reason))
         return Results(
@@ -246,9 +271,9 @@ class Scheduler:
         current: PodShape | None = shape
         while current is not None:
             outcome = self._add(pod, current)
-            if outcome is PLACED:
+            if outcome is Outcome.PLACED:
                 return True
-            if outcome is WAIT_FOR_RESERVATION:
+            if outcome is Outcome.WAIT_FOR_RESERVATION:
                 # Relaxing would only steer the pod away from capacity it may get next round.
                 return False
             current = current.relax(self.tolerate_prefer_no_schedule, self.policy)
@@ -256,14 +281,14 @@ class Scheduler:
                 self.topology.prepare(current)
         return False
 
-    def _add(self, pod: Pod, shape: PodShape) -> str:
+    def _add(self, pod: Pod, shape: PodShape) -> Outcome:
         hosts = self._candidate_hosts(shape)
         if self._add_to_existing_node(pod, shape, hosts):
-            return PLACED
+            return Outcome.PLACED
         if self._add_to_inflight_claim(pod, shape, hosts):
-            return PLACED
+            return Outcome.PLACED
         if not self.context.pools:
-            return FAILED
+            return Outcome.FAILED
         return self._add_to_new_claim(pod, shape)
 
     # -- where to look --------------------------------------------------------------------------
@@ -282,11 +307,11 @@ class Scheduler:
         for group in groups:
             if not group.is_hostname:
                 continue
-            if group.kind == ANTI_AFFINITY or (
-                group.kind == SPREAD and group.selects(shape.namespace, shape.labels)
+            if group.kind == GroupKind.ANTI_AFFINITY or (
+                group.kind == GroupKind.SPREAD and group.selects(shape.namespace, shape.labels)
             ):
                 mask = every & ~group.full_hosts
-            elif group.kind == AFFINITY and group.nonzero_hosts:
+            elif group.kind == GroupKind.AFFINITY and group.nonzero_hosts:
                 # Pods cannot require a hostname, so some selected pod is always
                 # compatible: the pod must join one of the hosts already holding one.
                 mask = group.nonzero_hosts
@@ -306,8 +331,8 @@ class Scheduler:
         existing = self.existing
         if not existing:
             return False
-        cache = shape.cache
-        start: int = cache.get("existing_cursor", 0)
+        memo = shape.memo
+        start = memo.existing_cursor
         if start >= len(existing):
             return False
         claims = self.pod_volumes.get(id(pod))
@@ -321,15 +346,13 @@ class Scheduler:
         # left out for lack of room qualify, those topology rules out may not.
         cursor_moving = hosts is None
         for node in nodes:
-            plan = node.can_add(
-                shape, algebra=self.algebra, topology=self.topology, pod_volumes=claims
-            )
+            plan = node.can_add(shape, self.env, claims)
             if isinstance(plan, Plan):
                 node.add(pod, shape, plan, self.topology, claims)
                 self.room.update(node.position, node.remaining)
                 return True
             if cursor_moving and is_permanent(plan):
-                cache["existing_cursor"] = node.index + 1
+                memo.existing_cursor = node.index + 1
             else:
                 cursor_moving = False
         return False
@@ -350,7 +373,7 @@ class Scheduler:
     def _add_to_inflight_claim(self, pod: Pod, shape: PodShape, hosts: int | None) -> bool:
         if not self.claims:
             return False
-        rejected: set[int] | None = shape.cache.get("rejected_claims")
+        rejected = shape.memo.rejected_claims
         order = self.claim_order
         requests = shape.requests
         order.unpark(requests)
@@ -369,8 +392,13 @@ class Scheduler:
         # Topology under the current counts rules out whole zones or hosts at once; screen
         # claims by their own domains before the full (much dearer) question.
         screen = self.topology.screen(shape) if self.topology.constrains(shape) else None
+        if screen is not None and listed is None:
+            lanes = order.lanes()
+            open_lanes = [lane for lane in lanes if screen.admits(self.lane_keys, lane)]
+            if len(open_lanes) < len(lanes):
+                candidates = order.among(open_lanes)
         for i in candidates:
-            if rejected is not None and i in rejected:
+            if i in rejected:
                 continue
             claim = claims[i]
             if hosts is not None and not hosts >> claim.position & 1:
@@ -381,25 +409,14 @@ class Scheduler:
                 continue
             if screen is not None and screen.rejects(claim.requirements, claim.hostname):
                 continue
-            plan = claim.can_add(
-                shape,
-                algebra=self.algebra,
-                topology=self.topology,
-                index=self.context.index,
-                well_known=self.well_known,
-                relax_min_values=False,
-                reservations=self.reservations,
-                reserved_fallback=self.reserved_fallback,
-            )
+            plan = claim.can_add(shape, self.env)
             if isinstance(plan, Plan):
                 self._park(parked)
                 self._hold(claim, plan)
-                claim.add(pod, shape, plan, self.topology, self.well_known)
+                claim.add(pod, shape, plan, self.env)
                 self._reorder(claim)
                 return True
             if is_permanent(plan):
-                if rejected is None:
-                    rejected = shape.cache["rejected_claims"] = set()
                 rejected.add(i)
         self._park(parked)
         return False
@@ -408,11 +425,9 @@ class Scheduler:
         for claim, resource, room in parked:
             self.claim_order.park(claim.index, len(claim.pods), resource, room)
 
-    def _add_to_new_claim(self, pod: Pod, shape: PodShape) -> str:
-        index = self.context.index
+    def _add_to_new_claim(self, pod: Pod, shape: PodShape) -> Outcome:
         for position, pool in enumerate(self.context.pools):
-            cache_key = ("pool_rejected", position)
-            if shape.cache.get(cache_key):
+            if position in shape.memo.rejected_pools:
                 continue
             options = self.limits.options_within(pool)
             if not options:
@@ -420,29 +435,20 @@ class Scheduler:
             claim = NewNodeClaim(
                 pool, options, self.daemon_groups[pool.template.nodepool], len(self.claims)
             )
-            plan = claim.can_add(
-                shape,
-                algebra=self.algebra,
-                topology=self.topology,
-                index=index,
-                well_known=self.well_known,
-                relax_min_values=self.relax_min_values,
-                reservations=self.reservations,
-                reserved_fallback=self.reserved_fallback,
-            )
+            plan = claim.can_add(shape, self.env, relax_min_values=self.relax_min_values)
             if isinstance(plan, Plan):
                 self._open(claim)
                 self._hold(claim, plan)
-                claim.add(pod, shape, plan, self.topology, self.well_known)
+                claim.add(pod, shape, plan, self.env)
                 self._reorder(claim)
                 self.limits.reserve(pool, claim.options)
-                return PLACED
-            if plan.kind == RESERVED:
+                return Outcome.PLACED
+            if plan.kind == RejectionKind.RESERVED:
                 # A reservation this pool could use is held: do not fall back to lower pools.
-                return WAIT_FOR_RESERVATION
+                return Outcome.WAIT_FOR_RESERVATION
             if is_permanent(plan):
-                shape.cache[cache_key] = True
-        return FAILED
+                shape.memo.rejected_pools.add(position)
+        return Outcome.FAILED
 
     def _reorder(self, claim: NewNodeClaim) -> None:
         """Re-rank a claim that gained a pod; close it once no pod of the round can fit.
@@ -468,7 +474,16 @@ class Scheduler:
                 if claim.index in order:
                     order.remove(claim.index)
                 return
-        order.moved(claim.index, len(claim.pods))
+        order.moved(claim.index, len(claim.pods), self._lane(claim))
+
+    def _lane(self, claim: NewNodeClaim) -> Lane:
+        """The claim's values for the keys topology decides by (see `ClaimOrder`)."""
+        requirements = claim.requirements
+        lane: list[frozenset[str] | None] = []
+        for key in self.lane_keys:
+            req = requirements.find(key)
+            lane.append(None if req is None or req.complement else req.values)
+        return tuple(lane)
 
     def _hold(self, claim: NewNodeClaim, plan: Plan) -> None:
         if self.reservations is not None and (plan.reservations or claim.reserved):
@@ -483,7 +498,7 @@ class Scheduler:
     def fresh_claim(self, pool: PoolCandidates) -> NewNodeClaim | Rejection:
         options = self.limits.options_within(pool)
         if not options:
-            return Rejection("limits", self.limits.describe(pool))
+            return Rejection(RejectionKind.LIMITS, self.limits.describe(pool))
         return NewNodeClaim(pool, options, self.daemon_groups[pool.template.nodepool], -1)
 
 
@@ -496,5 +511,5 @@ def _short_of(room: Mapping[str, int], requests: Mapping[str, int]) -> tuple[str
     return None
 
 
-def _ignored(problem: str) -> str:
-    return f"ignored by karpenter: {problem}"
+def _ignored(problem: str) -> UnschedulableReason:
+    return UnschedulableReason(message=f"ignored by karpenter: {problem}")

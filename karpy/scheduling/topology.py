@@ -26,17 +26,13 @@ import attrs
 
 from karpy.apis.labels import LABEL_HOSTNAME
 from karpy.scheduling.boundpods import BoundPods, selector_anchor
+from karpy.scheduling.kinds import GroupKind, NodeInclusionPolicy, PreferencePolicy
 from karpy.scheduling.requirements import IN, Requirement, Requirements
 from karpy.scheduling.selectors import SelectorTerm
-from karpy.scheduling.shapes import RESPECT, term_requirements
+from karpy.scheduling.shapes import term_requirements
 from karpy.scheduling.topologygroup import (
-    AFFINITY,
-    ANTI_AFFINITY,
     EMPTY_FILTER,
-    HONOR,
-    IGNORE,
     MAX_SKEW_UNBOUNDED,
-    SPREAD,
     HostIndex,
     TopologyGroup,
     TopologyNodeFilter,
@@ -50,6 +46,7 @@ if TYPE_CHECKING:
     from karpy.scheduling.domains import DomainUniverse
     from karpy.scheduling.nodes import ClusterNode, Node
     from karpy.scheduling.pods import PodAffinityTerm
+    from karpy.scheduling.queue import Lane
     from karpy.scheduling.shapes import PodShape
     from karpy.scheduling.taints import Toleration
 
@@ -72,7 +69,7 @@ class TopologyFailure:
         where = ""
         if not self.node_domains.complement:
             where = f" among [{', '.join(sorted(self.node_domains.values))}]"
-        if group.kind == SPREAD:
+        if group.kind == GroupKind.SPREAD:
             limits = f"maxSkew {group.max_skew}"
             if group.min_domains is not None:
                 limits += f", minDomains {group.min_domains}"
@@ -85,7 +82,7 @@ class TopologyFailure:
                 f"topology spread on {key} ({limits}) for pods with {selector}: every {key}"
                 f"{where} would exceed the skew (counts {_counts(group)})"
             )
-        if group.kind == AFFINITY:
+        if group.kind == GroupKind.AFFINITY:
             if not group.nonzero:
                 return f"pod affinity on {key}: no pod with {selector} is running or planned"
             return (
@@ -163,7 +160,7 @@ class Topology:
         bound_pods: BoundPods,
         namespace_labels: Mapping[str, Mapping[str, str]],
         excluded: frozenset[str] = frozenset(),
-        policy: str = RESPECT,
+        policy: str = PreferencePolicy.RESPECT,
         hostnames: Sequence[str] = (),
     ) -> None:
         """``hostnames`` (of the existing nodes, in the order they are tried) take the first
@@ -211,7 +208,7 @@ class Topology:
         self, namespace: str, term: PodAffinityTerm, tolerations: tuple[Toleration, ...]
     ) -> TopologyGroup:
         group = TopologyGroup(
-            ANTI_AFFINITY,
+            GroupKind.ANTI_AFFINITY,
             term.topology_key,
             term.selector,
             self.namespaces_for(namespace, term),
@@ -246,7 +243,7 @@ class Topology:
             return
         owned: list[TopologyGroup] = []
         for tsc in shape.topology_spread:
-            if self.policy != RESPECT and not tsc.is_required:
+            if self.policy != PreferencePolicy.RESPECT and not tsc.is_required:
                 continue
             selector = tsc.selector
             extra = [
@@ -258,15 +255,15 @@ class Topology:
                 selector = selector.with_terms(*extra)
             node_filter = TopologyNodeFilter(
                 terms=self._filter_terms(shape),
-                taint_policy=tsc.node_taints_policy or IGNORE,
-                affinity_policy=tsc.node_affinity_policy or HONOR,
+                taint_policy=tsc.node_taints_policy or NodeInclusionPolicy.IGNORE,
+                affinity_policy=tsc.node_affinity_policy or NodeInclusionPolicy.HONOR,
                 tolerations=shape.tolerations,
             )
-            honor = node_filter.taint_policy != IGNORE
+            honor = node_filter.taint_policy != NodeInclusionPolicy.IGNORE
             owned.append(
                 self._group(
                     TopologyGroup(
-                        SPREAD,
+                        GroupKind.SPREAD,
                         tsc.topology_key,
                         selector,
                         frozenset((shape.namespace,)),
@@ -280,13 +277,15 @@ class Topology:
                     )
                 )
             )
-        respect = self.policy == RESPECT
-        terms: list[tuple[str, PodAffinityTerm]] = [(AFFINITY, t) for t in shape.required_affinity]
+        respect = self.policy == PreferencePolicy.RESPECT
+        terms: list[tuple[str, PodAffinityTerm]] = [
+            (GroupKind.AFFINITY, t) for t in shape.required_affinity
+        ]
         if respect:
-            terms += [(AFFINITY, w.term) for w in shape.preferred_affinity]
-        terms += [(ANTI_AFFINITY, t) for t in shape.required_anti_affinity]
+            terms += [(GroupKind.AFFINITY, w.term) for w in shape.preferred_affinity]
+        terms += [(GroupKind.ANTI_AFFINITY, t) for t in shape.required_anti_affinity]
         if respect:
-            terms += [(ANTI_AFFINITY, w.term) for w in shape.preferred_anti_affinity]
+            terms += [(GroupKind.ANTI_AFFINITY, w.term) for w in shape.preferred_anti_affinity]
         for kind, term in terms:
             owned.append(
                 self._group(
@@ -375,14 +374,12 @@ class Topology:
 
     # -- per-shape views -------------------------------------------------------------------
     def _selecting(self, shape: PodShape) -> tuple[list[TopologyGroup], list[TopologyGroup]]:
-        cached: tuple[int, list[TopologyGroup], list[TopologyGroup]] | None = shape.cache.get(
-            "selecting"
-        )
+        cached = shape.memo.selecting
         if cached is not None and cached[0] == self.generation:
             return cached[1], cached[2]
         groups = self._groups.selecting(shape.namespace, shape.labels)
         inverse = self._inverse.selecting(shape.namespace, shape.labels)
-        shape.cache["selecting"] = (self.generation, groups, inverse)
+        shape.memo.selecting = (self.generation, groups, inverse)
         return groups, inverse
 
     def constrains(self, shape: PodShape) -> bool:
@@ -471,7 +468,7 @@ class Topology:
             req = requirements.find(group.key)
             if req is None or req.complement:
                 continue
-            if group.kind == ANTI_AFFINITY:
+            if group.kind == GroupKind.ANTI_AFFINITY:
                 for domain in req.values:
                     group.record(domain)
             elif len(req.values) == 1:
@@ -484,6 +481,16 @@ class Topology:
             if req is not None and not req.complement:
                 for domain in req.values:
                     group.record(domain)
+
+    def domain_keys(self) -> tuple[str, ...]:
+        """The keys other than hostname that some group of the round decides by."""
+        keys = {
+            g.key
+            for index in (self._groups, self._inverse)
+            for g in index.groups.values()
+            if not g.is_hostname
+        }
+        return tuple(sorted(keys))
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -509,3 +516,14 @@ class Screen:
             if not node.complement and not any(d in allowed for d in node.values):
                 return True
         return False
+
+    def admits(self, keys: tuple[str, ...], lane: Lane) -> bool:
+        """Could a node whose values for ``keys`` are ``lane`` pass? False only where
+        `rejects` is True for every node of the lane."""
+        for group, _, _, allowed in self.checks:
+            if allowed is None or group.key not in keys:
+                continue
+            values = lane[keys.index(group.key)]
+            if values is not None and values.isdisjoint(allowed):
+                return False
+        return True

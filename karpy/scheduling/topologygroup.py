@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from karpy.apis.labels import LABEL_HOSTNAME
+from karpy.scheduling.kinds import GroupKind, NodeInclusionPolicy
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.scheduling.taints import tolerates_all
 
@@ -37,14 +38,9 @@ if TYPE_CHECKING:
     from karpy.scheduling.selectors import LabelSelector
     from karpy.scheduling.taints import Toleration
 
-__all__ = ["AFFINITY", "ANTI_AFFINITY", "SPREAD", "TopologyGroup", "TopologyNodeFilter"]
+__all__ = ["TopologyGroup", "TopologyNodeFilter"]
 
-SPREAD: Final = "topology spread"
-AFFINITY: Final = "pod affinity"
-ANTI_AFFINITY: Final = "pod anti-affinity"
 MAX_SKEW_UNBOUNDED: Final = 2**31 - 1
-HONOR: Final = "Honor"
-IGNORE: Final = "Ignore"
 
 
 @attrs.frozen(slots=True, cache_hash=True)
@@ -63,8 +59,8 @@ class TopologyNodeFilter:
     @property
     def admits_all(self) -> bool:
         """Does this filter admit every node (no node selector honoured, no taints)?"""
-        no_affinity = self.affinity_policy != HONOR or not any(self.terms)
-        return no_affinity and self.taint_policy != HONOR
+        no_affinity = self.affinity_policy != NodeInclusionPolicy.HONOR or not any(self.terms)
+        return no_affinity and self.taint_policy != NodeInclusionPolicy.HONOR
 
     def matches(
         self,
@@ -73,12 +69,15 @@ class TopologyNodeFilter:
         allow_undefined: frozenset[str] = frozenset(),
     ) -> bool:
         if (
-            self.affinity_policy == HONOR
+            self.affinity_policy == NodeInclusionPolicy.HONOR
             and self.terms
             and not any(requirements.compatible(t, allow_undefined) is None for t in self.terms)
         ):
             return False
-        return not (self.taint_policy == HONOR and not tolerates_all(taints, self.tolerations))
+        return not (
+            self.taint_policy == NodeInclusionPolicy.HONOR
+            and not tolerates_all(taints, self.tolerations)
+        )
 
 
 EMPTY_FILTER: Final = TopologyNodeFilter()
@@ -199,7 +198,9 @@ class TopologyGroup:
         if self.is_hostname:
             bit = 1 << self.hosts.position(domain)
             self.nonzero_hosts |= bit
-            if self.kind == ANTI_AFFINITY or (self.kind == SPREAD and count + 1 >= self.max_skew):
+            if self.kind == GroupKind.ANTI_AFFINITY or (
+                self.kind == GroupKind.SPREAD and count + 1 >= self.max_skew
+            ):
                 self.full_hosts |= bit
 
     def count(self, domain: str) -> int:
@@ -220,9 +221,9 @@ class TopologyGroup:
     def allows_host(self, selects_pod: bool, pod_domains: Requirement, hostname: str) -> bool:
         """May the pod go to node ``hostname`` (hostname-keyed groups only)?"""
         count = self.domains.get(hostname, 0)
-        if self.kind == SPREAD:
+        if self.kind == GroupKind.SPREAD:
             return count + (1 if selects_pod else 0) <= self.max_skew
-        if self.kind == ANTI_AFFINITY:
+        if self.kind == GroupKind.ANTI_AFFINITY:
             return count == 0
         if not pod_domains.has(hostname):
             return False
@@ -238,9 +239,9 @@ class TopologyGroup:
         self, selects_pod: bool, pod_domains: Requirement, node_domains: Requirement
     ) -> Requirement:
         """The allowed domains as a requirement (``DoesNotExist`` when there are none)."""
-        if self.kind == SPREAD:
+        if self.kind == GroupKind.SPREAD:
             return self._next_spread(selects_pod, pod_domains, node_domains)
-        if self.kind == AFFINITY:
+        if self.kind == GroupKind.AFFINITY:
             return self._next_affinity(selects_pod, pod_domains, node_domains)
         return self._next_anti_affinity(pod_domains, node_domains)
 
@@ -249,13 +250,13 @@ class TopologyGroup:
         that cannot be said without the node (a self-selecting affinity pod with nothing to
         be near yet). Solvers use it to skip nodes whose domains are all outside it before
         asking the full question."""
-        if self.kind == SPREAD:
+        if self.kind == GroupKind.SPREAD:
             low = self._min_count(pod_domains)
             extra = 1 if selects_pod else 0
             return frozenset(
                 d for d, count in self.domains.items() if count + extra - low <= self.max_skew
             )
-        if self.kind == ANTI_AFFINITY:
+        if self.kind == GroupKind.ANTI_AFFINITY:
             return frozenset(d for d in self.empty if pod_domains.has(d))
         if self._any_compatible(pod_domains):  # affinity: near the pods already placed
             return frozenset(d for d in self.nonzero if pod_domains.has(d))

@@ -37,6 +37,16 @@ SIZES = (1, 100, 1_000, 5_000, 10_000, 20_000, 40_000)
 # The same pods named and timed as Deployments create them (the scheduler-speed issue):
 # a solve must not depend on names or order.
 NAMED = ("20000-deployment", "20000-reverse", "40000-deployment", "40000-reverse")
+# One Deployment of 10,000 pods that must each get a node of their own: hostname
+# anti-affinity, and zonal plus hostname spread (maxSkew 1).
+ONE_DEPLOYMENT = ("10000-antihost", "10000-zonehost")
+# Targets of the scheduler-speed issue (seconds on 2 cores), and the most the slowest
+# naming of one size may take over the fastest.
+NAMING_TARGETS = {20_000: 4.0, 40_000: 10.0, "10000-antihost": 5.0, "10000-zonehost": 5.0}
+NAMING_SPREAD = 1.5
+# Solve times on a shared 2-core machine vary by +-20% run to run; the cases compared
+# across namings run this many times each and report the median run.
+NAMING_REPEATS = 3
 PREFERENCE_PODS = 4_000
 # Rounds in a settled cluster of 40,000 running pods on their 8,000 nodes: 100 new pods;
 # 20,000 new pods after every other running pod left.
@@ -199,6 +209,28 @@ class Workload:
             pod["metadata"]["creationTimestamp"] = f"2025-01-01T00:00:{second:02d}Z"
         return pods
 
+    def one_deployment(self, count: int, kind: str) -> list[dict[str, Any]]:
+        """``count`` pods of one Deployment (one template, one creation time) that each
+        need a node: ``antihost`` (hostname anti-affinity) or ``zonehost`` (zonal and
+        hostname spread, maxSkew 1)."""
+        selector = {"matchLabels": {"app": "web"}}
+        spec: dict[str, Any]
+        if kind == "antihost":
+            term = {"labelSelector": selector, "topologyKey": HOSTNAME}
+            spec = {"affinity": {"podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}  # fmt: skip
+        else:
+            spec = {"topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
+                 "labelSelector": selector} for key in (ZONE, HOSTNAME)]}  # fmt: skip
+        pods = []
+        for i in range(count):
+            pod = self._pod({"app": "web"}, {"cpu": "250m", "memory": "512Mi"}, **spec)
+            pod["metadata"]["name"] = f"web-5d4f8c7b6-{i:05d}"
+            pod["metadata"]["creationTimestamp"] = "2025-01-01T00:00:00Z"
+            pods.append(pod)
+        return pods
+
     def preferences(self, count: int) -> list[dict[str, Any]]:
         requests = self._requests()
         selector = {"matchLabels": {"app": "nginx"}}
@@ -332,6 +364,10 @@ def run_case(case: str) -> dict[str, Any]:
     if case.startswith("preferences"):
         objects = workload.preferences(PREFERENCE_PODS)
         policy = "Ignore" if case.endswith("ignore") else "Respect"
+    elif case in ONE_DEPLOYMENT:
+        count, kind = case.split("-", 1)
+        objects = workload.one_deployment(int(count), kind)
+        policy = "Respect"
     elif "-" in case:  # "20000-deployment", "40000-reverse"
         count, naming = case.split("-", 1)
         objects = workload.named(int(count), naming)
@@ -381,17 +417,26 @@ def _run_subprocess(case: str) -> dict[str, Any]:
     return result
 
 
+def _median_run(case: str, repeats: int) -> dict[str, Any]:
+    runs = sorted((_run_subprocess(case) for _ in range(repeats)), key=lambda r: r["solveSeconds"])
+    result = runs[len(runs) // 2]
+    if repeats > 1:
+        result["solveRuns"] = [r["solveSeconds"] for r in runs]
+    return result
+
+
 def _karpenter(case: str) -> tuple[int, float] | None:
     key: int | str = int(case) if case.isdigit() else case
     return KARPENTER.get(key)
 
 
 def main(results_dir: Path) -> None:
-    cases = [str(n) for n in SIZES] + [*NAMED, "preferences-respect", "preferences-ignore",
-                                       *SETTLED]  # fmt: skip
+    cases = [str(n) for n in SIZES] + [*NAMED, *ONE_DEPLOYMENT, "preferences-respect",
+                                       "preferences-ignore", *SETTLED]  # fmt: skip
     rows = []
+    compared = {"20000", "40000", *NAMED, *ONE_DEPLOYMENT}
     for case in cases:
-        result = _run_subprocess(case)
+        result = _median_run(case, NAMING_REPEATS if case in compared else 1)
         karpenter = _karpenter(case)
         if karpenter is not None:
             result["karpenterNodes"], result["karpenterSeconds"] = karpenter
@@ -409,7 +454,45 @@ def main(results_dir: Path) -> None:
             + (f"  {result['speedup']}x" if "speedup" in result else ""),
             flush=True,
         )
-    (results_dir / "scheduling.json").write_text(json.dumps({"cases": rows}, indent=2) + "\n")
+    namings = _namings(rows)
+    for line in namings["lines"]:
+        print(line, flush=True)
+    (results_dir / "scheduling.json").write_text(
+        json.dumps({"cases": rows, "namings": namings["summary"]}, indent=2) + "\n"
+    )
+
+
+def _namings(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per size, the solve time of each naming (random = the plain case) against the
+    targets: under the size's seconds, no pod deferred, slowest within 1.5x of fastest."""
+    by_case = {row["case"]: row for row in rows}
+    summary: dict[str, Any] = {}
+    lines = []
+    for size in (20_000, 40_000):
+        names = {"random": str(size), "deployment": f"{size}-deployment",
+                 "reverse": f"{size}-reverse"}  # fmt: skip
+        times = {n: by_case[c]["solveSeconds"] for n, c in names.items() if c in by_case}
+        if not times:
+            continue
+        spread = max(times.values()) / max(min(times.values()), 1e-9)
+        deferred = sum(by_case[c]["deferred"] for c in names.values() if c in by_case)
+        ok = max(times.values()) < NAMING_TARGETS[size] and spread <= NAMING_SPREAD
+        summary[str(size)] = {"seconds": times, "slowestOverFastest": round(spread, 2),
+                              "deferred": deferred, "met": ok and not deferred}  # fmt: skip
+        shown = "  ".join(f"{n} {t:.2f}s" for n, t in times.items())
+        lines.append(
+            f"namings of {size}: {shown}  slowest/fastest {spread:.2f} (target <= "
+            f"{NAMING_SPREAD})  under {NAMING_TARGETS[size]:.0f}s: "
+            f"{'yes' if ok and not deferred else 'NO'}"
+        )
+    for case in ONE_DEPLOYMENT:
+        if case in by_case:
+            seconds = by_case[case]["solveSeconds"]
+            met = seconds < NAMING_TARGETS[case] and not by_case[case]["deferred"]
+            summary[case] = {"seconds": seconds, "met": met}
+            lines.append(f"{case}: {seconds:.2f}s (target < {NAMING_TARGETS[case]:.0f}s)"
+                         f"  {'yes' if met else 'NO'}")  # fmt: skip
+    return {"summary": summary, "lines": lines}
 
 
 if __name__ == "__main__":

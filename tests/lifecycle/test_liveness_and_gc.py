@@ -69,7 +69,7 @@ async def test_a_nodeclaim_that_never_launches_is_deleted_after_five_minutes(api
         # The emulator stamps creation with the wall clock, which may run ahead of the
         # fake clock started before it: the deadline is five minutes after creation.
         created = claim.metadata.creation_timestamp
-        assert created is not None
+        assert created is not None and left is not None
         expected = (created + timedelta(minutes=5) - clock.now()).total_seconds()
         assert left == pytest.approx(expected) and 290 < left < 310
         await clock.advance(left - 1)

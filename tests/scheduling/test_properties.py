@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from karpy.base.quantity import parse_quantity
+from karpy.scheduling.topology import Topology
 from karpy.simulate import simulate
 from tests import factories as f
 
@@ -273,3 +275,18 @@ def test_more_instance_types_never_strand_more_pods(
     wider = {"instanceTypes": [*catalog["instanceTypes"], *extra]}
     after = simulate(objects, wider)
     assert {u["pod"] for u in after["unschedulable"]} <= {u["pod"] for u in before["unschedulable"]}
+
+
+@SETTINGS
+@given(clusters())
+def test_claim_lanes_change_no_decision(cluster: tuple[list[Obj], Obj]) -> None:
+    """Walking only the planned claims whose zones topology allows (lanes) decides exactly
+    what walking every claim decides."""
+    objects, catalog = cluster
+    laned = simulate(objects, catalog)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Topology, "domain_keys", lambda self: ())
+        single = simulate(objects, catalog)
+    laned["stats"].pop("seconds")
+    single["stats"].pop("seconds")
+    assert laned == single

@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import pytest
+
 from karpy.scheduling.solver import ClusterSnapshot, Scheduler
 from karpy.simulate import simulate
 from tests import factories as f
@@ -294,3 +296,40 @@ def test_a_running_daemonset_pod_sizes_the_overhead() -> None:
     claim = Round(daemon, running, web).claim_of(web)
     assert claim["requests"]["cpu"] == "1500m"
     assert claim["instanceType"] == "small"
+
+
+@pytest.mark.parametrize("naming", ["random", "deployment", "reverse"])
+def test_claim_lanes_skip_claims_without_changing_decisions(naming: str) -> None:
+    """The benchmark's diverse pods, however named: walking only the planned claims in
+    zones topology allows decides what walking every claim decides."""
+    from karpy.apis.labels import AWS_WELL_KNOWN_LABELS
+    from karpy.apis.nodepool import NodePool
+    from karpy.scheduling.catalog import parse_catalog
+    from karpy.scheduling.context import build_context
+    from karpy.scheduling.pods import pod_from_dict
+    from karpy.scheduling.topology import Topology
+    from tests.bench.bench_scheduling import Workload, nodepool
+    from tests.bench.bench_scheduling import catalog as bench_catalog
+
+    workload = Workload()
+    objects = workload.diverse(1_000) if naming == "random" else workload.named(1_000, naming)
+    parsed = parse_catalog(bench_catalog(40))
+    built = build_context(
+        [NodePool.from_dict(nodepool())],
+        parsed.instance_types,
+        provider_labels=AWS_WELL_KNOWN_LABELS | parsed.well_known_labels,
+    )
+
+    def solve() -> list[tuple[str, tuple[str, ...]]]:
+        results = Scheduler(built, ClusterSnapshot()).solve([pod_from_dict(o) for o in objects])
+        assert not results.unschedulable and not results.deferred
+        return sorted(
+            (c.instance_type.name, tuple(sorted(p.name for p in c.pods)))
+            for c in results.new_nodeclaims
+        )
+
+    laned = solve()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Topology, "domain_keys", lambda self: ())
+        single = solve()
+    assert laned == single

@@ -5,14 +5,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from karpy.scheduling.kinds import GroupKind
 from karpy.scheduling.requirements import Requirement
 from karpy.scheduling.selectors import selector_from_dict
 from karpy.scheduling.topologygroup import (
-    AFFINITY,
-    ANTI_AFFINITY,
     EMPTY_FILTER,
     MAX_SKEW_UNBOUNDED,
-    SPREAD,
     TopologyGroup,
 )
 
@@ -24,7 +22,7 @@ SELECTOR = selector_from_dict({"matchLabels": {"app": "web"}})
 def group(
     kind: str, key: str = ZONE, skew: int = 1, min_domains: int | None = None
 ) -> TopologyGroup:
-    skew = skew if kind == SPREAD else MAX_SKEW_UNBOUNDED
+    skew = skew if kind == GroupKind.SPREAD else MAX_SKEW_UNBOUNDED
     return TopologyGroup(
         kind,
         key,
@@ -38,13 +36,13 @@ def group(
 
 
 def test_spread_picks_the_emptiest_domain_within_skew() -> None:
-    spread = group(SPREAD)
+    spread = group(GroupKind.SPREAD)
     spread.record("a")
     assert spread.next_domains(True, ANY, ANY) == Requirement.in_values(ZONE, "b")
 
 
 def test_spread_refuses_domains_that_would_exceed_the_skew() -> None:
-    spread = group(SPREAD)
+    spread = group(GroupKind.SPREAD)
     spread.record("a")
     only_a = Requirement.in_values(ZONE, "a")
     assert not spread.next_domains(True, ANY, only_a).values
@@ -53,14 +51,14 @@ def test_spread_refuses_domains_that_would_exceed_the_skew() -> None:
 
 
 def test_min_domains_keeps_the_minimum_at_zero() -> None:
-    spread = group(SPREAD, min_domains=4)
+    spread = group(GroupKind.SPREAD, min_domains=4)
     for zone in "abc":
         spread.record(zone)
     assert not spread.next_domains(True, ANY, Requirement.in_values(ZONE, "a")).values
 
 
 def test_affinity_joins_occupied_domains_or_bootstraps_when_self_selecting() -> None:
-    affinity = group(AFFINITY)
+    affinity = group(GroupKind.AFFINITY)
     assert affinity.next_domains(True, ANY, ANY) == Requirement.in_values(ZONE, "a")
     assert not affinity.next_domains(False, ANY, ANY).values
     affinity.record("c")
@@ -68,18 +66,18 @@ def test_affinity_joins_occupied_domains_or_bootstraps_when_self_selecting() -> 
 
 
 def test_anti_affinity_allows_only_empty_domains() -> None:
-    anti = group(ANTI_AFFINITY)
+    anti = group(GroupKind.ANTI_AFFINITY)
     anti.record("b")
     assert anti.next_domains(True, ANY, ANY).values == {"a", "c"}
 
 
 def test_hostname_groups_answer_per_host() -> None:
-    spread = group(SPREAD, key="kubernetes.io/hostname")
+    spread = group(GroupKind.SPREAD, key="kubernetes.io/hostname")
     host = Requirement.exists("kubernetes.io/hostname")
     assert spread.allows_host(True, host, "n1")
     spread.record("n1")
     assert not spread.allows_host(True, host, "n1")
-    anti = group(ANTI_AFFINITY, key="kubernetes.io/hostname")
+    anti = group(GroupKind.ANTI_AFFINITY, key="kubernetes.io/hostname")
     anti.record("n1")
     assert not anti.allows_host(False, host, "n1")
     assert anti.allows_host(False, host, "n2")
@@ -90,7 +88,7 @@ DOMAINS = ("a", "b", "c", "d")
 
 @settings(max_examples=300, deadline=None)
 @given(
-    kind=st.sampled_from([SPREAD, ANTI_AFFINITY, AFFINITY]),
+    kind=st.sampled_from([GroupKind.SPREAD, GroupKind.ANTI_AFFINITY, GroupKind.AFFINITY]),
     skew=st.integers(1, 3),
     counts=st.lists(st.sampled_from(DOMAINS), max_size=12),
     selects=st.booleans(),
@@ -104,7 +102,7 @@ def test_allowed_set_never_excludes_a_domain_next_domains_would_allow(
     # The solver skips a node when none of its domains is in `allowed_set` (a screen
     # before the full question); that must only ever skip nodes `next_domains` refuses.
     topology_group = TopologyGroup(kind, ZONE, SELECTOR, frozenset({"default"}),
-                                   skew if kind == SPREAD else MAX_SKEW_UNBOUNDED, None,
+                                   skew if kind == GroupKind.SPREAD else MAX_SKEW_UNBOUNDED, None,
                                    EMPTY_FILTER, DOMAINS)  # fmt: skip
     for domain in counts:
         topology_group.record(domain)
