@@ -176,6 +176,64 @@ class KarpenterMetrics:
             ["controller", "method", "provider", "error"],
             registry=r,
         )
+        # --- disruption -----------------------------------------------------------------
+        self.disruption_decisions = Counter(
+            "karpenter_voluntary_disruption_decisions_total",
+            "Disruption decisions started, by decision (delete, replace), reason and "
+            "consolidation type.",
+            ["decision", "reason", "consolidation_type"],
+            registry=r,
+        )
+        self.disruption_eligible_nodes = Gauge(
+            "karpenter_voluntary_disruption_eligible_nodes",
+            "Nodes a disruption method could act on in its last evaluation, by reason.",
+            ["reason"],
+            registry=r,
+        )
+        self.disruption_evaluation_duration = Histogram(
+            "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
+            "Time to evaluate one disruption method, by reason and consolidation type.",
+            ["reason", "consolidation_type"],
+            registry=r,
+        )
+        self.disruption_consolidation_timeouts = Counter(
+            "karpenter_voluntary_disruption_consolidation_timeouts_total",
+            "Consolidation evaluations that ran out of time, by consolidation type.",
+            ["consolidation_type"],
+            registry=r,
+        )
+        self.disruption_failed_validations = Counter(
+            "karpenter_voluntary_disruption_failed_validations_total",
+            "Decisions abandoned because they no longer held after the validation delay.",
+            ["consolidation_type"],
+            registry=r,
+        )
+        self.disruption_queue_failures = Counter(
+            "karpenter_voluntary_disruption_queue_failures_total",
+            "Decisions rolled back while being carried out (a replacement failed or timed out).",
+            ["decision", "reason", "consolidation_type"],
+            registry=r,
+        )
+        self.nodepools_allowed_disruptions = Gauge(
+            "karpenter_nodepools_allowed_disruptions",
+            "Nodes a NodePool's budgets allow to be disrupted at once, by reason.",
+            ["nodepool", "reason"],
+            registry=r,
+        )
+        self.nodepools_nodes_consuming_budgets = Gauge(
+            "karpenter_nodepools_nodes_consuming_budgets",
+            "A NodePool's nodes being disrupted (or not Ready), which use up its budgets.",
+            ["nodepool", "reason"],
+            registry=r,
+        )
+        self.nodeclaims_unhealthy_disrupted = Counter(
+            "karpenter_nodeclaims_unhealthy_disrupted_total",
+            "NodeClaims deleted by node repair, by the condition that made them unhealthy.",
+            ["condition", "nodepool", "capacity_type", "image_id"],
+            registry=r,
+        )
+        for kind in ("single", "multi"):
+            self.disruption_consolidation_timeouts.labels(kind)
         # --- karpy's own --------------------------------------------------------------
         self.rounds = Counter(
             "karpy_provisioning_rounds_total",

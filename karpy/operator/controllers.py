@@ -15,6 +15,10 @@ nodepool.readiness       `NodePoolReadiness`                        4       5 mi
 nodepool.counter         `NodePoolCounter`                          4       1 min
 nodepool.hash            `NodePoolHash`                             1       5 min
 lease.garbagecollection  `LeaseGarbageCollection`                   1       1 min
+nodeclaim.disruption     `NodeClaimDisruptionConditions`            4       5 min
+nodeclaim.expiration     `Expiration`                               4       5 min
+disruption               `Disruption` (one pass at a time)          1       10 s
+disruption.queue         `DisruptionQueue`                          4       30 s
 =======================  =========================================  ======  =======
 
 plus the cloud provider's own controllers (`CloudProvider.controllers`).
@@ -24,6 +28,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from karpy.disruption.conditions import NodeClaimDisruptionConditions
+from karpy.disruption.controller import POLL as DISRUPTION_POLL
+from karpy.disruption.controller import Disruption
+from karpy.disruption.expiration import Expiration
+from karpy.disruption.orchestration import DisruptionQueue
 from karpy.kube.events import EventRecorder
 from karpy.lifecycle.context import Lifecycle
 from karpy.lifecycle.garbagecollection import PERIOD as GC_PERIOD
@@ -100,6 +109,15 @@ def build_controllers(
         controller(NodePoolHash(state, client), resync=SLOW_RESYNC),
         controller(LeaseGarbageCollection(state, client, grace=timings.lease_gc_grace,
                                           metrics=metrics), resync=timings.lease_gc_period),
+        controller(NodeClaimDisruptionConditions(state, client, provider, clock=clock),
+                   workers=4, resync=SLOW_RESYNC),
+        controller(Expiration(state, client, clock=clock, metrics=karpenter), workers=4,
+                   resync=SLOW_RESYNC),
+        controller(Disruption(state, client, recorder, settings, contexts=provisioner.contexts,
+                              nominations=provisioner.live_nominations, clock=clock,
+                              metrics=karpenter), resync=DISRUPTION_POLL),
+        controller(DisruptionQueue(state, client, recorder, clock=clock, metrics=karpenter),
+                   workers=4, resync=30.0),
     ]  # fmt: skip
     components += termination_controllers(state, client, provider, recorder, metrics=metrics,
                                           clock=clock, workers=TERMINATION_WORKERS)  # fmt: skip

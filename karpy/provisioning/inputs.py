@@ -35,7 +35,7 @@ from karpy.scheduling.templates import SIMULATION_ONLY_KEYS
 from karpy.scheduling.volumes import VolumeCatalog
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
     from karpy.apis.nodeclaim import NodeClaim
     from karpy.scheduling.instancetypes import InstanceType
@@ -104,15 +104,22 @@ def build_round_input(
     *,
     nominated: Mapping[str, str],
     extra_claims: Sequence[NodeClaim] = (),
+    disrupting: Collection[str] = (),
 ) -> RoundInput:
     """The scheduler's view of ``snapshot``. ``nominated`` maps pod keys to their
     nomination target (a NodeClaim or Node name); ``extra_claims`` are NodeClaims this
-    process created that the informer has not delivered yet."""
+    process created that the informer has not delivered yet; ``disrupting`` names nodes
+    to treat as being deleted (disruption's what-if: their pods are scheduled elsewhere)."""
     nodes = [info.node for info in snapshot.nodes.values()]
     claims = [estimate_unlaunched(c, types_by_name) for c in snapshot.nodeclaims.values()]
     known = set(snapshot.nodeclaims)
     claims += [estimate_unlaunched(c, types_by_name) for c in extra_claims if c.name not in known]
     capacity = cluster_nodes(nodes, claims)
+    if disrupting:
+        capacity = [
+            attrs.evolve(n, marked_for_deletion=True) if n.name in disrupting else n
+            for n in capacity
+        ]
     node_of_target = _capacity_names(snapshot, claims, capacity)
     stand_ins = _stand_in_nodes(capacity, snapshot)
 

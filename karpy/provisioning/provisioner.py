@@ -185,6 +185,11 @@ class Provisioner:
 
     # --- nominations ---------------------------------------------------------------------
 
+    def live_nominations(self, snapshot: StateSnapshot) -> dict[str, str]:
+        """Pod key -> the NodeClaim or Node it is nominated to, for nominations that still
+        hold (disruption leaves those targets alone)."""
+        return self._live_nominations(snapshot)
+
     def _live_nominations(self, snapshot: StateSnapshot) -> dict[str, str]:
         now = self.clock.now().timestamp()
         for name in [n for n, (_, at) in self._created.items()

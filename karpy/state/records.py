@@ -116,6 +116,8 @@ class PodInfo:
     priority_class_name: str = ""
     termination_grace_seconds: int | None = None
     start_time: datetime | None = None
+    # controller.kubernetes.io/pod-deletion-cost, which weighs a pod's eviction cost.
+    deletion_cost: int = 0
 
     @property
     def key(self) -> str:
@@ -147,7 +149,18 @@ def pod_info(data: Mapping[str, Any]) -> PodInfo:
         priority_class_name=_intern(str(spec.get("priorityClassName") or "")),
         termination_grace_seconds=None if grace is None else int(grace),
         start_time=parse_time(status.get("startTime")),
+        deletion_cost=_int_or_zero(annotations.get(POD_DELETION_COST)),
     )
+
+
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+
+
+def _int_or_zero(value: Any) -> int:
+    try:
+        return int(str(value)) if value is not None else 0
+    except ValueError:
+        return 0
 
 
 # --- nodes -----------------------------------------------------------------------------
@@ -177,6 +190,7 @@ class NodeInfo:
     owners: tuple[OwnerRef, ...] = ()
     spec_taints: tuple[Taint, ...] = ()
     conditions: tuple[NodeCondition, ...] = ()
+    do_not_disrupt: str | None = None  # the karpenter.sh/do-not-disrupt annotation
 
     def condition(self, type_: str) -> NodeCondition | None:
         return next((c for c in self.conditions if c.type == type_), None)
@@ -216,7 +230,13 @@ def node_info(data: Mapping[str, Any]) -> NodeInfo:
         owners=tuple(_owner(o) for o in meta.get("ownerReferences") or ()),
         spec_taints=node.taints[: len(raw_taints)],
         conditions=conditions,
+        do_not_disrupt=_annotation(meta, ANNOTATION_DO_NOT_DISRUPT),
     )
+
+
+def _annotation(meta: Mapping[str, Any], key: str) -> str | None:
+    value = (meta.get("annotations") or {}).get(key)
+    return None if value is None else str(value)
 
 
 # --- karpenter kinds: the API models themselves -----------------------------------------

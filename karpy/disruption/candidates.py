@@ -1,0 +1,255 @@
+"""Which nodes disruption may act on now, and for each node that it may not, why.
+
+A *candidate* is a managed node that could be removed right now if a method finds it
+worth it (Karpenter's ``NewCandidate``). A node is not a candidate, and `Blocked` says
+why in the words ``karpy explain node`` and the ``DisruptionBlocked`` Event use, when:
+
+* it has no NodeClaim, no Node, or is not initialized yet;
+* it is deleting, or already tainted ``karpenter.sh/disrupted`` (being disrupted);
+* a provisioning round nominated it for pending pods (they are on their way to it);
+* it carries ``karpenter.sh/do-not-disrupt: "true"`` (Node or NodeClaim);
+* its NodePool is gone;
+* one of its pods is protected by an active ``karpenter.sh/do-not-disrupt`` annotation
+  ("true", or a duration not yet run out since the pod started);
+* evicting one of its pods would violate a PodDisruptionBudget (one with no disruption
+  allowed right now), or a pod is covered by more than one budget (the Eviction API
+  refuses those).
+
+The last two do not block *eventual* methods (drift) when the NodeClaim has a
+``terminationGracePeriod``: its drain ends by the deadline whatever the pods say.
+
+Each candidate carries its *reschedulable* pods (those that need a new home: active, not
+DaemonSet or mirror pods; a candidate without any is *empty*), its price (the offering
+of its instance type, zone and capacity type) and its disruption cost (the eviction cost
+of its pods, scaled by how much of its lifetime is left), by which consolidation orders
+candidates, cheapest to disrupt first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+
+from karpy.apis.labels import (
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+    LABEL_NODEPOOL,
+    LABEL_ZONE,
+    TAINT_DISRUPTED,
+)
+from karpy.lifecycle.conditions import INITIALIZED, is_true
+from karpy.lifecycle.termination.pods import do_not_disrupt, tolerates_disrupted_taint
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Mapping, Sequence
+    from datetime import datetime
+
+    from karpy.apis.nodeclaim import NodeClaim
+    from karpy.apis.nodepool import NodePool
+    from karpy.scheduling.instancetypes import InstanceType
+    from karpy.scheduling.pods import Pod
+    from karpy.state.records import BudgetInfo, NodeInfo, PodInfo
+    from karpy.state.snapshot import StateSnapshot
+
+__all__ = [
+    "Blocked",
+    "Candidate",
+    "eviction_cost",
+    "find_candidates",
+    "is_disrupting",
+    "lifetime_remaining",
+]
+
+
+@attrs.frozen(slots=True)
+class Candidate:
+    name: str  # the Node's
+    claim: NodeClaim
+    node: NodeInfo
+    pool: NodePool
+    instance_type: str
+    capacity_type: str
+    zone: str
+    price: float | None  # per hour; None when the instance type is not in the catalog
+    pods: tuple[PodInfo, ...]
+    reschedulable: tuple[Pod, ...]
+    disruption_cost: float
+
+    @property
+    def empty(self) -> bool:
+        return not self.reschedulable
+
+    @property
+    def nodepool(self) -> str:
+        return self.pool.name
+
+
+@attrs.frozen(slots=True)
+class Blocked:
+    """A node disruption may not touch now, and why."""
+
+    name: str
+    claim: str | None
+    reason: str
+    pod_level: bool = False  # blocked by a pod (do-not-disrupt or a PDB), not the node
+
+
+def is_disrupting(node: NodeInfo) -> bool:
+    """Deleting or tainted for disruption: it counts against budgets, and is no
+    candidate."""
+    return node.deletion_timestamp is not None or any(
+        t.key == TAINT_DISRUPTED and t.effect == "NoSchedule" for t in node.spec_taints
+    )
+
+
+def find_candidates(
+    snapshot: StateSnapshot,
+    *,
+    now: datetime,
+    nominated: Collection[str],
+    types_by_name: Mapping[str, InstanceType],
+    eventual: bool = False,
+) -> tuple[list[Candidate], list[Blocked]]:
+    """The candidates among managed nodes, and the nodes blocked with their reasons.
+    ``nominated`` holds NodeClaim and Node names that pending pods were nominated to;
+    ``eventual`` lets pod-level blocks pass for NodeClaims with a terminationGracePeriod
+    (drift)."""
+    budgets = list(snapshot.budgets.values())
+    candidates: list[Candidate] = []
+    blocked: list[Blocked] = []
+    for claim in snapshot.nodeclaims.values():
+        node = snapshot.node_for_claim(claim.name)
+        verdict = _judge(snapshot, claim, node, now, nominated, budgets, eventual)
+        if isinstance(verdict, Blocked):
+            blocked.append(verdict)
+            continue
+        assert node is not None
+        pool, pods, reschedulable = verdict
+        labels = node.node.labels
+        instance_type = labels.get(LABEL_INSTANCE_TYPE, "")
+        capacity_type = labels.get(LABEL_CAPACITY_TYPE, "")
+        zone = labels.get(LABEL_ZONE, "")
+        candidates.append(
+            Candidate(
+                name=node.name,
+                claim=claim,
+                node=node,
+                pool=pool,
+                instance_type=instance_type,
+                capacity_type=capacity_type,
+                zone=zone,
+                price=_price(types_by_name.get(instance_type), zone, capacity_type),
+                pods=pods,
+                reschedulable=reschedulable,
+                disruption_cost=sum(eviction_cost(p) for p in pods)
+                * lifetime_remaining(claim, now),
+            )
+        )
+    return candidates, blocked
+
+
+_Verdict = tuple["NodePool", tuple["PodInfo", ...], tuple["Pod", ...]] | Blocked
+
+
+def _judge(  # noqa: PLR0917 - one check per rule, in Karpenter's order
+    snapshot: StateSnapshot,
+    claim: NodeClaim,
+    node: NodeInfo | None,
+    now: datetime,
+    nominated: Collection[str],
+    budgets: Sequence[BudgetInfo],
+    eventual: bool,
+) -> _Verdict:
+    name = node.name if node is not None else claim.name
+
+    def no(reason: str, pod_level: bool = False) -> Blocked:
+        return Blocked(name, claim.name, reason, pod_level)
+
+    if node is None:
+        return no("the NodeClaim has no Node yet")
+    if (
+        not is_true(claim, INITIALIZED)
+        or node.node.labels.get("karpenter.sh/initialized") != "true"
+    ):
+        return no("the node is not initialized")
+    if claim.metadata.deletion_timestamp is not None or is_disrupting(node):
+        return no("the node is deleting or already being disrupted")
+    if claim.name in nominated or node.name in nominated:
+        return no("the node is nominated for pending pods")
+    if "true" in (
+        node.do_not_disrupt,
+        claim.metadata.annotations.get("karpenter.sh/do-not-disrupt"),
+    ):
+        return no('disruption is blocked by the "karpenter.sh/do-not-disrupt" annotation')
+    pool_name = node.node.labels.get(LABEL_NODEPOOL) or claim.metadata.labels.get(LABEL_NODEPOOL)
+    pool = snapshot.nodepools.get(pool_name or "")
+    if pool is None:
+        return no(f'nodepool "{pool_name}" not found')
+    pods = tuple(snapshot.pods_on(node.name))
+    may_ignore_pods = eventual and claim.spec.termination_grace_period is not None
+    if not may_ignore_pods:
+        problem = _pod_block(pods, budgets, now)
+        if problem is not None:
+            return no(problem, pod_level=True)
+    reschedulable = tuple(p.pod for p in pods if p.pod.is_reschedulable)
+    return pool, pods, reschedulable
+
+
+def _pod_block(pods: Sequence[PodInfo], budgets: Sequence[BudgetInfo], now: datetime) -> str | None:
+    """Why evicting ``pods`` is not possible now, if it is not."""
+    for pod in pods:
+        if pod.pod.is_active and do_not_disrupt(pod, now).active:
+            return f'pod {pod.key} has the "karpenter.sh/do-not-disrupt" annotation'
+    for pod in pods:
+        if not _evictable(pod):
+            continue
+        covering = [
+            b
+            for b in budgets
+            if b.budget.namespace == pod.pod.namespace and b.budget.selector.matches(pod.pod.labels)
+        ]
+        if len(covering) > 1:
+            names = ", ".join(sorted(f"{b.budget.namespace}/{b.budget.name}" for b in covering))
+            return f"pod {pod.key} is covered by more than one PodDisruptionBudget ({names})"
+        if covering and covering[0].disruptions_allowed <= 0:
+            budget = covering[0].budget
+            return (
+                f"PodDisruptionBudget {budget.namespace}/{budget.name} allows no disruption "
+                f"of pod {pod.key} now"
+            )
+    return None
+
+
+def _evictable(pod: PodInfo) -> bool:
+    """Would a drain evict it (Karpenter's IsEvictable, less do-not-disrupt)?"""
+    return pod.pod.is_active and not tolerates_disrupted_taint(pod) and not pod.pod.is_static_pod
+
+
+def eviction_cost(pod: PodInfo) -> float:
+    """Karpenter's per-pod cost: 1 plus the deletion cost and priority, scaled, in
+    [-10, 10]."""
+    cost = 1.0 + pod.deletion_cost / 2**27 + pod.priority / 2**25
+    return max(-10.0, min(10.0, cost))
+
+
+def lifetime_remaining(claim: NodeClaim, now: datetime) -> float:
+    """The share of ``expireAfter`` the node has left (1 when it never expires): a node
+    about to expire is cheaper to disrupt."""
+    expire = claim.spec.expire_after
+    created = claim.metadata.creation_timestamp
+    if expire is None or created is None or expire.total_seconds() <= 0:
+        return 1.0
+    left = 1.0 - (now - created).total_seconds() / expire.total_seconds()
+    return max(0.0, min(1.0, left))
+
+
+def _price(instance_type: InstanceType | None, zone: str, capacity_type: str) -> float | None:
+    if instance_type is None:
+        return None
+    exact = [o.price for o in instance_type.offerings
+             if o.zone == zone and o.capacity_type == capacity_type]  # fmt: skip
+    if exact:
+        return min(exact)
+    same_type = [o.price for o in instance_type.offerings if o.capacity_type == capacity_type]
+    return min(same_type) if same_type else None

@@ -1,0 +1,452 @@
+"""`Disruption`: every 10 seconds (and at once after acting, or when a NodeClaim turns
+Consolidatable or Drifted), decide whether to disrupt something, and start doing it
+(Karpenter's ``disruption`` singleton).
+
+A pass takes a fresh snapshot, finds the candidates (`karpy.disruption.candidates`),
+and tries the methods in order (`karpy.disruption.methods`): emptiness, drift,
+multi-node consolidation, single-node consolidation. The first that yields a command
+wins the pass. Empty-node and consolidation commands are then *validated*: a later pass,
+``validation_delay`` (15 s, Karpenter's) on, recomputes the candidates, budgets and, for
+consolidation, the simulation on a new snapshot, and abandons the command unless it
+still holds (pods may have arrived, budgets may have closed). No pass sleeps, so a stop
+or a lost lease never waits on a decision.
+
+Starting a command writes it to the API: each candidate NodeClaim gets the
+``DisruptionReason`` condition and the names of its replacements, then the replacement
+NodeClaims are created. `karpy.disruption.orchestration.DisruptionQueue` carries it
+out from there, so the decision survives a restart.
+
+Nothing is cached across passes except one shortcut: when consolidation found nothing
+to do, it is not searched again until pods, nodes, NodeClaims, NodePools or budgets
+change or five minutes pass. Emptiness is computed from the pods on each node every
+pass, so an empty node is never stranded by a missed event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Final
+
+from karpy.apis.labels import LABEL_NODEPOOL
+from karpy.apis.nodeclaim import NodeClaim
+from karpy.disruption.budgets import BudgetVerdict, DisruptionReason, allowed_by_budgets
+from karpy.disruption.candidates import find_candidates, is_disrupting
+from karpy.disruption.conditions import CONSOLIDATABLE, DRIFTED
+from karpy.disruption.events import UNCONSOLIDATABLE_DEDUPE, node_and_claim_events
+from karpy.disruption.methods import (
+    Command,
+    ConsolidationType,
+    Outcome,
+    consolidate,
+    consolidation_candidates,
+    drift_command,
+    empty_command,
+    multi_node_command,
+    single_node_command,
+)
+from karpy.disruption.orchestration import ANNOTATION_REPLACEMENTS, is_marked
+from karpy.disruption.simulation import Simulation, simulate
+from karpy.kube.client import priority
+from karpy.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
+from karpy.kube.resources import NODECLAIMS
+from karpy.lifecycle.conditions import (
+    DISRUPTION_REASON,
+    INITIALIZED,
+    is_true,
+    patch_status,
+    set_condition,
+)
+from karpy.log import describe_error, get_logger, obj_ref
+from karpy.provisioning.nodeclaims import nodeclaim_for, random_suffix
+from karpy.reconcile import DONE, Result, requeue_after
+from karpy.state import kinds
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from datetime import datetime
+
+    from karpy.base.clock import Clock
+    from karpy.disruption.candidates import Blocked, Candidate
+    from karpy.kube.client import KubeClient
+    from karpy.kube.events import EventRecorder
+    from karpy.observability.karpenter_metrics import KarpenterMetrics
+    from karpy.provisioning.contextcache import CompiledContext, ContextCache
+    from karpy.scheduling.results import NodeClaimPlan
+    from karpy.settings import Settings
+    from karpy.state.cluster import ClusterState, StateChange
+    from karpy.state.snapshot import StateSnapshot
+
+__all__ = ["PASS", "Disruption"]
+
+log = get_logger("disruption")
+
+PASS: Final = "pass"
+POLL: Final = 10.0  # seconds between passes (Karpenter's)
+VALIDATION_DELAY: Final = 15.0  # seconds (Karpenter's commandValidationDelay)
+MULTI_NODE_TIMEOUT: Final = 60.0
+SINGLE_NODE_TIMEOUT: Final = 180.0
+CONSOLIDATED_FOR: Final = 300.0  # seconds a "nothing to consolidate" answer is trusted
+SIMULATION_BUDGET: Final = 30.0  # seconds one what-if round may take
+_WATCHED_FOR_CONSOLIDATION: Final = (kinds.POD, kinds.NODE, kinds.NODECLAIM, kinds.NODEPOOL,
+                                     kinds.PDB)  # fmt: skip
+
+
+class Disruption:
+    name = "disruption"
+    # It polls (POLL) and requeues itself after acting; a NodeClaim turning Consolidatable
+    # or Drifted starts a pass at once.
+    watches = frozenset({kinds.NODECLAIM})
+
+    def __init__(
+        self,
+        state: ClusterState,
+        client: KubeClient,
+        recorder: EventRecorder,
+        settings: Settings,
+        *,
+        contexts: ContextCache,
+        nominations: Callable[[StateSnapshot], Mapping[str, str]],
+        clock: Clock,
+        metrics: KarpenterMetrics | None = None,
+        validation_delay: float = VALIDATION_DELAY,
+    ) -> None:
+        self.state = state
+        self.client = client
+        self.recorder = recorder
+        self.settings = settings
+        self.contexts = contexts
+        self.nominations = nominations
+        self.clock = clock
+        self.metrics = metrics
+        self.validation_delay = validation_delay
+        self._consolidated: tuple[tuple[int, ...], float] | None = None
+        self._pending: tuple[Command, float] | None = None  # awaiting validation, and when
+
+    def keys_for(self, change: StateChange) -> Iterable[str]:
+        new, old = change.new, change.old
+        if new is None:
+            return ()
+        for type_ in (CONSOLIDATABLE, DRIFTED):
+            if is_true(new, type_) and (old is None or not is_true(old, type_)):
+                return (PASS,)
+        return ()
+
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
+        return (PASS,)
+
+    # --- one pass ------------------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> Result:
+        if not self.state.synced():
+            return requeue_after(1.0)
+        if self._pending is not None:
+            waiting, due = self._pending
+            left = due - self.clock.monotonic()
+            if left > 0:
+                return requeue_after(left)
+            self._pending = None
+            validated = await self._validate(waiting)
+            if validated is not None:
+                snapshot = self.state.snapshot()
+                await self._start(validated, await self.contexts.get(snapshot))
+            return requeue_after(1.0 if validated is not None else 0)
+        snapshot = self.state.snapshot()
+        compiled = await self.contexts.get(snapshot)
+        command = await self._decide(snapshot, compiled)
+        if command is None:
+            return DONE
+        if command.consolidation_type is ConsolidationType.DRIFT:
+            await self._start(command, compiled)
+            return requeue_after(1.0)
+        # Validate after a delay, in a later reconcile: a pass never sleeps, so stopping
+        # (or losing the lease) is never held up by a decision in waiting.
+        self._pending = (command, self.clock.monotonic() + self.validation_delay)
+        return requeue_after(self.validation_delay)
+
+    async def _decide(self, snapshot: StateSnapshot, compiled: CompiledContext) -> Command | None:
+        now = self.clock.now()
+        nominated = self.nominations(snapshot)
+        targets = set(nominated.values())
+        candidates, blocked = find_candidates(snapshot, now=now, nominated=targets,
+                                              types_by_name=compiled.types_by_name)  # fmt: skip
+        self._report_blocked(blocked)
+
+        def what_if(chosen: Sequence[Candidate]) -> Simulation:
+            return simulate(snapshot, compiled, chosen, nominated=nominated,
+                            settings=self.settings, budget=SIMULATION_BUDGET)  # fmt: skip
+
+        # 1. emptiness
+        empty = [c for c in candidates if c.empty]
+        outcome = self._timed(DisruptionReason.EMPTY, ConsolidationType.EMPTY, empty,
+                              lambda: empty_command(empty, self._budgets(
+                                  snapshot, DisruptionReason.EMPTY, now)))  # fmt: skip
+        if outcome.command is not None:
+            return outcome.command
+        # 2. drift (pod-level blocks give way to a terminationGracePeriod: eventual)
+        drifting, _ = find_candidates(
+            snapshot, now=now, nominated=targets, types_by_name=compiled.types_by_name,
+            eventual=True,
+        )  # fmt: skip
+        drifted = [c for c in drifting if is_true(c.claim, DRIFTED)]
+        if drifted:
+            budgets = self._budgets(snapshot, DisruptionReason.DRIFTED, now)
+            outcome = await asyncio.to_thread(
+                self._timed, DisruptionReason.DRIFTED, ConsolidationType.DRIFT, drifted,
+                lambda: drift_command(drifted, budgets, what_if),
+            )  # fmt: skip
+            self._report_unconsolidatable(outcome, "DisruptionBlocked")
+            if outcome.command is not None:
+                return outcome.command
+        # 3 and 4. consolidation
+        fingerprint = tuple(id(snapshot.of(kind)) for kind in _WATCHED_FOR_CONSOLIDATION)
+        if self._consolidated is not None:
+            seen, at = self._consolidated
+            if seen == fingerprint and self.clock.monotonic() - at < CONSOLIDATED_FOR:
+                return None
+        budgets = self._budgets(snapshot, DisruptionReason.UNDERUTILIZED, now)
+        chosen = consolidation_candidates(candidates, budgets)
+        if not chosen:
+            self._consolidated = (fingerprint, self.clock.monotonic())
+            return None
+        spot_to_spot = self.settings.feature_gates.spot_to_spot_consolidation
+        outcome = await asyncio.to_thread(
+            self._timed, DisruptionReason.UNDERUTILIZED, ConsolidationType.MULTI, chosen,
+            lambda: multi_node_command(chosen, what_if, spot_to_spot=spot_to_spot),
+        )  # fmt: skip
+        if outcome.command is not None:
+            return outcome.command
+        deadline = time.monotonic() + SINGLE_NODE_TIMEOUT
+        outcome = await asyncio.to_thread(
+            self._timed, DisruptionReason.UNDERUTILIZED, ConsolidationType.SINGLE, chosen,
+            lambda: single_node_command(chosen, what_if, spot_to_spot=spot_to_spot,
+                                        out_of_time=lambda: time.monotonic() > deadline),
+        )  # fmt: skip
+        self._report_unconsolidatable(outcome, "Unconsolidatable")
+        if outcome.command is None:
+            self._consolidated = (fingerprint, self.clock.monotonic())
+        return outcome.command
+
+    def _timed(
+        self,
+        reason: DisruptionReason,
+        kind: ConsolidationType,
+        eligible: Sequence[Candidate],
+        method: Callable[[], Outcome],
+    ) -> Outcome:
+        started = time.perf_counter()
+        outcome = method()
+        if self.metrics is not None:
+            self.metrics.disruption_eligible_nodes.labels(str(reason)).set(len(eligible))
+            self.metrics.disruption_evaluation_duration.labels(str(reason), str(kind)).observe(
+                time.perf_counter() - started
+            )
+        return outcome
+
+    # --- budgets ---------------------------------------------------------------------------
+
+    def _budgets(
+        self, snapshot: StateSnapshot, reason: DisruptionReason, now: datetime
+    ) -> dict[str, int]:
+        """Per NodePool, how many nodes may start being disrupted for ``reason`` now."""
+        return {name: v.remaining for name, v in self.verdicts(snapshot, reason, now).items()}
+
+    def verdicts(
+        self, snapshot: StateSnapshot, reason: DisruptionReason, now: datetime
+    ) -> dict[str, BudgetVerdict]:
+        verdicts = budget_verdicts(snapshot, reason, now)
+        for name, verdict in verdicts.items():
+            if self.metrics is not None:
+                self.metrics.nodepools_allowed_disruptions.labels(name, str(reason)).set(
+                    verdict.allowed
+                )
+                self.metrics.nodepools_nodes_consuming_budgets.labels(name, str(reason)).set(
+                    verdict.disrupting
+                )
+        return verdicts
+
+    # --- validation ----------------------------------------------------------------------------
+
+    async def _validate(self, command: Command) -> Command | None:
+        """The command if it still holds now (after the validation delay), else None."""
+        snapshot = self.state.snapshot()
+        compiled = await self.contexts.get(snapshot)
+        now = self.clock.now()
+        nominated = self.nominations(snapshot)
+        fresh, _ = find_candidates(snapshot, now=now, nominated=set(nominated.values()),
+                                   types_by_name=compiled.types_by_name)  # fmt: skip
+        by_name = {c.name: c for c in fresh}
+        chosen = [by_name.get(c.name) for c in command.candidates]
+        budgets = self._budgets(snapshot, command.reason, now)
+        problem = ""
+        if any(c is None for c in chosen):
+            problem = "a candidate is no longer a candidate"
+        elif command.reason is DisruptionReason.EMPTY and not all(c.empty for c in chosen if c):
+            problem = "a candidate is no longer empty"
+        else:
+            for pool in {c.nodepool for c in command.candidates}:
+                wanted = sum(1 for c in command.candidates if c.nodepool == pool)
+                if budgets.get(pool, 0) < wanted:
+                    problem = f'nodepool "{pool}" budget no longer allows {wanted} disruption(s)'
+        if not problem and command.reason is DisruptionReason.UNDERUTILIZED:
+            still = [c for c in chosen if c is not None]
+
+            def what_if(cs: Sequence[Candidate]) -> Simulation:
+                return simulate(snapshot, compiled, cs, nominated=nominated,
+                                settings=self.settings, budget=SIMULATION_BUDGET)  # fmt: skip
+
+            again, why = await asyncio.to_thread(
+                consolidate, still, what_if,
+                spot_to_spot=self.settings.feature_gates.spot_to_spot_consolidation,
+                consolidation_type=command.consolidation_type,
+            )  # fmt: skip
+            if again is None:
+                problem = f"consolidation no longer possible: {why}"
+            elif len(again.replacements) > len(command.replacements):
+                problem = "the pods now need more new capacity than decided"
+            else:
+                command = again
+        if problem:
+            log.info("abandoning disruption: it no longer holds", command=command.describe(),
+                     why=problem)  # fmt: skip
+            if self.metrics is not None:
+                self.metrics.disruption_failed_validations.labels(
+                    str(command.consolidation_type)
+                ).inc()
+            return None
+        return command
+
+    # --- starting a command -------------------------------------------------------------------
+
+    async def _start(self, command: Command, compiled: CompiledContext) -> None:
+        snapshot = self.state.snapshot()
+        names = [f"{plan.nodepool}-{random_suffix()}" for plan in command.replacements]
+        now = self.clock.now()
+        reason = str(command.reason)
+        log.info("disrupting via " + (str(command.consolidation_type) or "drift"),
+                 decision=str(command.decision), reason=reason,
+                 command=command.describe(), replacements=names)  # fmt: skip
+        marked = []
+        for candidate in command.candidates:
+            claim = snapshot.nodeclaims.get(candidate.claim.name)
+            if claim is None or claim.metadata.deletion_timestamp is not None:
+                continue
+            conditions = set_condition(claim.status.conditions, DISRUPTION_REASON, "True",
+                                       now=now, reason=reason,
+                                       message=command.describe())  # fmt: skip
+            # The replacements' names first, then the condition (with the resourceVersion
+            # the first write returned): a NodeClaim is never marked without them.
+            annotate = {
+                "metadata": {
+                    "resourceVersion": claim.metadata.resource_version,
+                    "annotations": {ANNOTATION_REPLACEMENTS: ",".join(names)},
+                }
+            }
+            try:
+                annotated = NodeClaim.from_dict(
+                    await self.client.patch(NODECLAIMS, claim.name, annotate)
+                )
+                written = await patch_status(self.client, annotated, conditions=conditions)
+            except (Conflict, NotFound) as exc:
+                log.info("could not mark nodeclaim for disruption",
+                         **obj_ref("NodeClaim", claim.name), error=describe_error(exc))  # fmt: skip
+                continue
+            marked.append((candidate, written))
+        if not marked:
+            return
+        for name, plan in zip(names, command.replacements, strict=True):
+            await self._create_replacement(name, plan, snapshot, compiled, reason)
+        if self.metrics is not None:
+            self.metrics.disruption_decisions.labels(
+                str(command.decision), reason, str(command.consolidation_type)
+            ).inc()
+        for candidate, _ in marked:
+            for event in node_and_claim_events(candidate.name, candidate.claim,
+                                               "DisruptionTerminating" if not names else
+                                               "DisruptionLaunching",
+                                               f"Disrupting Node: {reason}" if not names else
+                                               f"Launching NodeClaim: {reason}"):  # fmt: skip
+                self.recorder.publish(event)
+
+    async def _create_replacement(
+        self,
+        name: str,
+        plan: NodeClaimPlan,
+        snapshot: StateSnapshot,
+        compiled: CompiledContext,
+        reason: str,
+    ) -> None:
+        nodepool = snapshot.nodepools.get(plan.nodepool)
+        template = compiled.context.templates.get(plan.nodepool)
+        if nodepool is None or template is None:
+            return
+        body = nodeclaim_for(plan, nodepool, template, name=name,
+                             well_known=compiled.context.well_known_labels)  # fmt: skip
+        try:
+            with priority(10):
+                await self.client.create(NODECLAIMS, body)
+        except AlreadyExists:
+            return
+        except KubeError as exc:
+            log.error("could not create replacement nodeclaim", **obj_ref("NodeClaim", name),
+                      error=describe_error(exc))  # fmt: skip
+            return
+        shown = ", ".join(it.name for it, _ in plan.instance_type_options()[:5])
+        log.info("created replacement nodeclaim", **obj_ref("NodeClaim", name),
+                 **obj_ref("NodePool", plan.nodepool), reason=reason,
+                 instanceTypes=shown)  # fmt: skip
+        if self.metrics is not None:
+            relaxed = "true" if plan.min_values_relaxed else "false"
+            self.metrics.nodeclaims_created.labels(reason.lower(), plan.nodepool, relaxed).inc()
+
+    # --- events ----------------------------------------------------------------------------
+
+    def _report_blocked(self, blocked: Sequence[Blocked]) -> None:
+        snapshot = self.state.snapshot()
+        for item in blocked:
+            if item.reason.startswith(("the node is not initialized", "the NodeClaim has no",
+                                       "the node is deleting")):  # fmt: skip
+                continue  # states every node passes through: not worth an Event
+            claim = snapshot.nodeclaims.get(item.claim or "")
+            node = item.name if item.name in snapshot.nodes else None
+            for event in node_and_claim_events(node, claim, "DisruptionBlocked",
+                                               f"Cannot disrupt Node: {item.reason}"):  # fmt: skip
+                self.recorder.publish(event)
+
+    def _report_unconsolidatable(self, outcome: Outcome, reason: str) -> None:
+        for candidate, why in outcome.unconsolidatable:
+            if not why:
+                continue
+            for event in node_and_claim_events(candidate.name, candidate.claim, reason, why,
+                                               dedupe_timeout=UNCONSOLIDATABLE_DEDUPE):  # fmt: skip
+                self.recorder.publish(event)
+
+
+def budget_verdicts(
+    snapshot: StateSnapshot, reason: DisruptionReason, now: datetime
+) -> dict[str, BudgetVerdict]:
+    """Per NodePool, its budgets' verdict for ``reason``: counted nodes are managed,
+    initialized and not yet terminating their instance; those deleting, marked for
+    disruption or not Ready are disrupting."""
+    totals: dict[str, int] = {}
+    disrupting: dict[str, int] = {}
+    for claim in snapshot.nodeclaims.values():
+        node = snapshot.node_for_claim(claim.name)
+        if node is None or not is_true(claim, INITIALIZED):
+            continue
+        if is_true(claim, "InstanceTerminating"):
+            continue
+        pool = claim.metadata.labels.get(LABEL_NODEPOOL) or node.node.labels.get(LABEL_NODEPOOL)
+        if not pool:
+            continue
+        totals[pool] = totals.get(pool, 0) + 1
+        busy = (not node.ready or is_disrupting(node) or is_marked(claim)
+                or claim.metadata.deletion_timestamp is not None)  # fmt: skip
+        if busy:
+            disrupting[pool] = disrupting.get(pool, 0) + 1
+    return {
+        name: allowed_by_budgets(
+            pool, reason, total=totals.get(name, 0), disrupting=disrupting.get(name, 0), now=now
+        )
+        for name, pool in snapshot.nodepools.items()
+    }

@@ -1,0 +1,249 @@
+"""`DisruptionQueue`: carry out a disruption decision, step by step, from what the API
+says (Karpenter's orchestration queue, without the queue in memory).
+
+A decision (`karpy.disruption.controller`) marks each NodeClaim it disrupts with the
+``DisruptionReason`` condition (reason Empty, Underutilized, Drifted) and the
+``disruption.karpy.dev/replacements`` annotation (the names of the NodeClaims it creates
+to replace them, possibly none), then creates those replacements. From there this
+reconciler takes each marked NodeClaim through:
+
+1. **wait for the replacements to be seen**, then taint the node
+   ``karpenter.sh/disrupted:NoSchedule`` (tainting sooner would have the provisioner
+   launch capacity for its pods a second time);
+2. **wait for every replacement to be initialized** (Event ``DisruptionWaitingReadiness``);
+3. **delete the NodeClaim** (Event ``DisruptionTerminating``): termination drains it
+   through the Eviction API, respecting PodDisruptionBudgets, and removes the instance.
+
+If a replacement is deleted (its launch failed, say) or never appears, or the
+replacements are not all initialized within ten minutes, the decision is rolled back:
+the taint, the condition and the annotation go, and the node is an ordinary node again
+(``karpenter_voluntary_disruption_queue_failures_total``). A taint of a node whose
+NodeClaim is neither marked nor deleting is stale (a rollback or restart cut short)
+and is removed too. Because every step reads the API's state, a restarted controller
+picks each decision up where it stood.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL, TAINT_DISRUPTED
+from karpy.disruption.events import node_and_claim_events
+from karpy.kube.errors import Conflict, NotFound
+from karpy.kube.resources import NODECLAIMS, NODES
+from karpy.lifecycle.conditions import DISRUPTION_REASON, INITIALIZED, is_true, patch_status
+from karpy.lifecycle.termination.pods import DISRUPTED_TAINT
+from karpy.log import get_logger, obj_ref
+from karpy.reconcile import DONE, Result, requeue_after
+from karpy.state import kinds
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from karpy.apis.nodeclaim import NodeClaim
+    from karpy.base.clock import Clock
+    from karpy.kube.client import KubeClient
+    from karpy.kube.events import EventRecorder
+    from karpy.observability.karpenter_metrics import KarpenterMetrics
+    from karpy.state.cluster import ClusterState, StateChange
+    from karpy.state.records import NodeInfo
+    from karpy.state.snapshot import StateSnapshot
+
+__all__ = [
+    "ANNOTATION_REPLACEMENTS",
+    "DisruptionQueue",
+    "is_marked",
+    "replacements_of",
+]
+
+log = get_logger("disruption")
+
+ANNOTATION_REPLACEMENTS: Final = "disruption.karpy.dev/replacements"
+SEEN_GRACE: Final = timedelta(seconds=30)  # for a created replacement to reach the informer
+SEEN_GRACE_S: Final = SEEN_GRACE.total_seconds()
+TIMEOUT: Final = timedelta(minutes=10)  # Karpenter's floor for a command's wait
+POLL: Final = 5.0  # seconds between looks while replacements initialize
+
+
+def is_marked(claim: NodeClaim) -> bool:
+    """Has a decision chosen this NodeClaim (and not been rolled back)?"""
+    return is_true(claim, DISRUPTION_REASON) and claim.metadata.deletion_timestamp is None
+
+
+def replacements_of(claim: NodeClaim) -> tuple[str, ...]:
+    value = claim.metadata.annotations.get(ANNOTATION_REPLACEMENTS, "")
+    return tuple(n for n in value.split(",") if n)
+
+
+class DisruptionQueue:
+    name = "disruption.queue"
+    watches = frozenset({kinds.NODECLAIM, kinds.NODE})
+
+    def __init__(
+        self,
+        state: ClusterState,
+        client: KubeClient,
+        recorder: EventRecorder,
+        *,
+        clock: Clock,
+        metrics: KarpenterMetrics | None = None,
+    ) -> None:
+        self.state = state
+        self.client = client
+        self.recorder = recorder
+        self.clock = clock
+        self.metrics = metrics
+        self._deleted: dict[str, float] = {}  # NodeClaim -> when this process deleted it
+
+    # --- which NodeClaims ---------------------------------------------------------------
+
+    def keys_for(self, change: StateChange) -> Iterable[str]:
+        snapshot = self.state.snapshot()
+        if change.kind == kinds.NODE:
+            claim = snapshot.claim_for_node(change.key)
+            return (claim.name,) if claim is not None else ()
+        new: NodeClaim | None = change.new
+        if new is None:  # a replacement that went: the NodeClaims waiting on it
+            return [c.name for c in snapshot.nodeclaims.values()
+                    if change.key in replacements_of(c)]  # fmt: skip
+        keys = [change.key]
+        if is_true(new, INITIALIZED) or new.metadata.deletion_timestamp is not None:
+            keys += [c.name for c in snapshot.nodeclaims.values()
+                     if change.key in replacements_of(c)]  # fmt: skip
+        return keys
+
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
+        return snapshot.nodeclaims.keys()
+
+    # --- one NodeClaim --------------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> Result:
+        snapshot = self.state.snapshot()
+        claim = snapshot.nodeclaims.get(key)
+        if claim is None or claim.metadata.deletion_timestamp is not None:
+            return DONE
+        node = snapshot.node_for_claim(key)
+        if not is_marked(claim):
+            if node is not None and _tainted(node) and node.deletion_timestamp is None:
+                await self._untaint(node)
+                log.info("removed stale disrupted taint", **obj_ref("Node", node.name))
+            return DONE
+        condition = claim.status.condition(DISRUPTION_REASON)
+        assert condition is not None
+        reason = condition.reason
+        since = condition.last_transition_time or self.clock.now()
+        age = self.clock.now() - since
+        replacements = replacements_of(claim)
+        claims = snapshot.nodeclaims
+        gone = [r for r in replacements if r in claims and claims[r].metadata.deletion_timestamp]
+        missing = [r for r in replacements if r not in claims]
+        if gone:
+            return await self._roll_back(claim, node, reason, f"replacement {gone[0]} was deleted")
+        if missing and age > SEEN_GRACE:
+            return await self._roll_back(claim, node, reason,
+                                         f"replacement {missing[0]} does not exist")  # fmt: skip
+        if age > TIMEOUT:
+            why = "replacements not initialized within 10 minutes"
+            return await self._roll_back(claim, node, reason, why)
+        if missing:
+            return requeue_after(1.0)
+        if node is not None and not _tainted(node):
+            await self._taint(node)
+        waiting = [r for r in replacements if not is_true(claims[r], INITIALIZED)]
+        if waiting:
+            message = "Waiting on readiness to continue disruption"
+            for event in node_and_claim_events(
+                None, claims[waiting[0]], "DisruptionWaitingReadiness", message
+            ):
+                self.recorder.publish(event)
+            return requeue_after(POLL)
+        return await self._terminate(claim, node, reason)
+
+    async def _terminate(self, claim: NodeClaim, node: NodeInfo | None, reason: str) -> Result:
+        now = self.clock.monotonic()
+        self._deleted = {k: at for k, at in self._deleted.items() if now - at < SEEN_GRACE_S}
+        if claim.name in self._deleted:  # deleted moments ago; the informer is behind
+            return DONE
+        self._deleted[claim.name] = now
+        try:
+            await self.client.delete(NODECLAIMS, claim.name)
+        except NotFound:
+            return DONE
+        log.info("disrupting nodeclaim", **obj_ref("NodeClaim", claim.name), reason=reason)
+        for event in node_and_claim_events(node.name if node else None, claim,
+                                           "DisruptionTerminating",
+                                           f"Disrupting Node: {reason}"):  # fmt: skip
+            self.recorder.publish(event)
+        if self.metrics is not None:
+            labels = claim.metadata.labels
+            pool = labels.get(LABEL_NODEPOOL, "")
+            self.metrics.nodeclaims_disrupted.labels(
+                reason.lower(), pool, labels.get(LABEL_CAPACITY_TYPE, ""), "", "graceful"
+            ).inc()
+        return DONE
+
+    async def _roll_back(
+        self, claim: NodeClaim, node: NodeInfo | None, reason: str, why: str
+    ) -> Result:
+        conditions = tuple(c for c in claim.status.conditions if c.type != DISRUPTION_REASON)
+        try:
+            await patch_status(self.client, claim, conditions=conditions)
+            unannotate = {"metadata": {"annotations": {ANNOTATION_REPLACEMENTS: None}}}
+            await self.client.patch(NODECLAIMS, claim.name, unannotate)
+        except NotFound:
+            return DONE
+        if node is not None and _tainted(node):
+            await self._untaint(node)
+        log.warning("disruption abandoned", **obj_ref("NodeClaim", claim.name), reason=reason,
+                    why=why)  # fmt: skip
+        for event in node_and_claim_events(node.name if node else None, claim,
+                                           "DisruptionBlocked",
+                                           f"Disruption ({reason}) abandoned: {why}"):  # fmt: skip
+            self.recorder.publish(event)
+        if self.metrics is not None:
+            self.metrics.disruption_queue_failures.labels(
+                "replace" if replacements_of(claim) else "delete", reason, ""
+            ).inc()
+        return DONE
+
+    async def _taint(self, node: NodeInfo) -> None:
+        await self._write_taints(node, add=True)
+
+    async def _untaint(self, node: NodeInfo) -> None:
+        await self._write_taints(node, add=False)
+
+    async def _write_taints(self, node: NodeInfo, *, add: bool) -> None:
+        """Add or remove the disrupted taint, sending the taint list whole with the
+        resourceVersion it was read at (taints have no merge key)."""
+        for _ in range(3):
+            fresh = await self.client.try_get(NODES, node.name)
+            if fresh is None:
+                return
+            meta = fresh.get("metadata") or {}
+            taints: list[dict[str, Any]] = list((fresh.get("spec") or {}).get("taints") or ())
+            present = any(_is_disrupted(t) for t in taints)
+            if present == add:
+                return
+            taints = [t for t in taints if not _is_disrupted(t)]
+            if add:
+                taints.append(DISRUPTED_TAINT.to_dict())
+            patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")},
+                     "spec": {"taints": taints}}  # fmt: skip
+            try:
+                await self.client.patch(NODES, node.name, patch)
+            except Conflict:
+                continue
+            except NotFound:
+                return
+            log.info("tainted node" if add else "untainted node", **obj_ref("Node", node.name),
+                     taint={"key": TAINT_DISRUPTED, "effect": "NoSchedule"})  # fmt: skip
+            return
+
+
+def _is_disrupted(taint: dict[str, Any]) -> bool:
+    return taint.get("key") == TAINT_DISRUPTED and taint.get("effect") == "NoSchedule"
+
+
+def _tainted(node: NodeInfo) -> bool:
+    return any(t.matches(DISRUPTED_TAINT) for t in node.spec_taints)

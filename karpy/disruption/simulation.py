@@ -1,0 +1,79 @@
+"""Would the pods of these nodes fit elsewhere? One answer in karpy: the provisioner's
+scheduler, run on the cluster as it would be without the candidates (Karpenter's
+``SimulateScheduling``).
+
+The round schedules the pending pods no provisioning round has placed yet, the pods of
+nodes already being deleted, and the candidates' reschedulable pods, against every other
+node and in-flight NodeClaim plus new capacity. The candidates' pods must all find a
+place (pending pods need not: they are the provisioner's business), and none may count on
+a node that is not initialized yet unless it came from a node already being deleted
+(disruption must not act on capacity that may never arrive).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+
+from karpy.provisioning.inputs import build_round_input
+from karpy.scheduling.solver import Scheduler
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from karpy.disruption.candidates import Candidate
+    from karpy.provisioning.contextcache import CompiledContext
+    from karpy.scheduling.results import NodeClaimPlan, Results
+    from karpy.settings import Settings
+    from karpy.state.snapshot import StateSnapshot
+
+__all__ = ["Simulation", "simulate"]
+
+
+@attrs.frozen(slots=True)
+class Simulation:
+    results: Results
+    failures: tuple[str, ...]  # why candidate pods would find no place ("ns/pod: reason")
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    @property
+    def new_nodeclaims(self) -> tuple[NodeClaimPlan, ...]:
+        return self.results.new_nodeclaims
+
+
+def simulate(
+    snapshot: StateSnapshot,
+    compiled: CompiledContext,
+    candidates: Sequence[Candidate],
+    *,
+    nominated: Mapping[str, str],
+    settings: Settings,
+    budget: float,
+) -> Simulation:
+    names = {c.name for c in candidates}
+    inputs = build_round_input(snapshot, compiled.types_by_name, nominated=nominated,
+                               disrupting=names)  # fmt: skip
+    scheduler = Scheduler(
+        compiled.context, inputs.cluster, preference_policy=settings.preference_policy,
+        reserved_capacity=settings.feature_gates.reserved_capacity, reserved_fallback=True,
+    )  # fmt: skip
+    results = scheduler.solve(inputs.pods, budget=budget)
+    moving = {p.key for p in inputs.pods[inputs.pending :]}  # candidates' and deleting nodes'
+    own = {p.key for c in candidates for p in c.reschedulable}
+    failures = [f"{u.pod.key}: {u.render()}" for u in results.unschedulable if u.pod.key in moving]
+    failures += [f"{p.key}: not tried before the time bound" for p in results.deferred
+                 if p.key in moving]  # fmt: skip
+    initialized = {n.name for n in inputs.cluster.capacity if n.initialized}
+    for placement in results.existing_nodes:
+        if placement.name in initialized:
+            continue
+        failures += [
+            f"{p.key}: would rely on node {placement.name}, which is not initialized yet"
+            for p in placement.pods
+            if p.key in own
+        ]
+    return Simulation(results, tuple(failures))
