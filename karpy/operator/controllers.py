@@ -19,6 +19,7 @@ nodeclaim.disruption     `NodeClaimDisruptionConditions`            4       5 mi
 nodeclaim.expiration     `Expiration`                               4       5 min
 disruption               `Disruption` (one pass at a time)          1       10 s
 disruption.queue         `DisruptionQueue`                          4       30 s
+node.health              `NodeRepair` (gate NodeRepair)             4       1 min
 =======================  =========================================  ======  =======
 
 plus the cloud provider's own controllers (`CloudProvider.controllers`).
@@ -33,6 +34,7 @@ from karpy.disruption.controller import POLL as DISRUPTION_POLL
 from karpy.disruption.controller import Disruption
 from karpy.disruption.expiration import Expiration
 from karpy.disruption.orchestration import DisruptionQueue
+from karpy.disruption.repair import NodeRepair
 from karpy.kube.events import EventRecorder
 from karpy.lifecycle.context import Lifecycle
 from karpy.lifecycle.garbagecollection import PERIOD as GC_PERIOD
@@ -119,6 +121,10 @@ def build_controllers(
         controller(DisruptionQueue(state, client, recorder, clock=clock, metrics=karpenter),
                    workers=4, resync=30.0),
     ]  # fmt: skip
+    if settings.feature_gates.node_repair:
+        components.append(controller(
+            NodeRepair(state, client, recorder, provider.repair_policies(), clock=clock,
+                       metrics=karpenter), workers=4, resync=60.0))  # fmt: skip
     components += termination_controllers(state, client, provider, recorder, metrics=metrics,
                                           clock=clock, workers=TERMINATION_WORKERS)  # fmt: skip
     components += provider.controllers()

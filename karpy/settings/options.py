@@ -104,6 +104,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("fake_registration_delay", "0s", _duration(0, "must not be negative"), "karpy: with "
            "CLOUD_PROVIDER=fake, how long after a launch its Node object appears.", "cloud",
            _DURATION),
+    Option("fake_repair_toleration", "10m", _duration(0, "must not be negative"), "karpy: with "
+           "CLOUD_PROVIDER=fake, how long a node's Ready condition may be False or Unknown "
+           "before node repair (gate NodeRepair) replaces it.", "cloud", _DURATION),
     Option("fake_insufficient_capacity", "", _offering_patterns, "karpy: with "
            "CLOUD_PROVIDER=fake, offerings whose launches fail with insufficient capacity: "
            "TYPE:ZONE:CAPACITY-TYPE,... (* matches anything).", "cloud", "OFFERINGS"),

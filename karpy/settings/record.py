@@ -49,6 +49,7 @@ class Settings:
     cloud_provider: str = "aws"
     fake_instance_types: str | None = None
     fake_registration_delay: int = 0
+    fake_repair_toleration: int = 600 * SECOND
     fake_insufficient_capacity: tuple[tuple[str, str, str], ...] = ()
     vm_memory_overhead_percent: float = 0.075
     reserved_enis: int = 0

@@ -268,3 +268,57 @@ def test_underused_nodes_consolidate_with_every_pod_running_and_then_hold_still(
         finally:
             karpy.process.terminate()
             assert karpy.finish() == 0
+
+
+def set_ready(api: Api, name: str, status: str) -> None:
+    """Report the node's Ready condition as ``status`` (its kubelet stopped first, so the
+    sandbox does not report it Ready again; started again when ``status`` is True)."""
+    kubelet = None if status == "True" else "stopped"
+    api.patch("nodes", name, {"metadata": {"annotations": {"sandbox.karpy.dev/kubelet": kubelet}}})
+    node = api.get("nodes", name)
+    assert node is not None
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    conditions = [c for c in node["status"].get("conditions", []) if c["type"] != "Ready"]
+    conditions.append({"type": "Ready", "status": status, "reason": "Test",
+                       "lastTransitionTime": now, "lastHeartbeatTime": now})  # fmt: skip
+    api.request(
+        "PATCH",
+        api.path("nodes", name) + "/status",
+        {"status": {"conditions": conditions}},
+        "application/merge-patch+json",
+    )
+
+
+def test_node_repair_replaces_an_unhealthy_node_unless_too_many_are(tmp_path: Path) -> None:
+    with sandbox_process(tmp_path) as cluster:
+        api = cluster.api
+        api.apply_examples(pool(consolidationPolicy="WhenEmpty", consolidateAfter="Never"))
+        karpy = controller(cluster.kubeconfig, FEATURE_GATES="NodeRepair=true",
+                           FAKE_REPAIR_TOLERATION="3s")  # fmt: skip
+        try:
+            karpy.wait_for_message("informers synced", timeout=60)
+            api.create("deployments", deployment("web", 5, cpu="500m", memory="512Mi",
+                                                 spec=one_per_node("web")))  # fmt: skip
+            eventually(lambda: all_running(api, 5), timeout=90)
+            nodes = sorted(n["metadata"]["name"] for n in live_nodes(api))
+            # Two of five unhealthy: more than 20% (one, rounded up), so neither is repaired.
+            set_ready(api, nodes[0], "False")
+            set_ready(api, nodes[1], "False")
+            eventually(lambda: "" if any(e["reason"] == "NodeRepairBlocked"
+                                         for e in api.list("events")) else "not blocked yet",
+                       timeout=30)  # fmt: skip
+            time.sleep(5)
+            assert {nodes[0], nodes[1]} <= {n["metadata"]["name"] for n in live_nodes(api)}
+            # One of them recovers: one of five is within 20%, and is replaced.
+            set_ready(api, nodes[1], "True")
+
+            def repaired() -> str:
+                names = {n["metadata"]["name"] for n in api.list("nodes")}
+                if nodes[0] in names:
+                    return f"{nodes[0]} still there"
+                return all_running(api, 5)
+
+            eventually(repaired, timeout=120)
+        finally:
+            karpy.process.terminate()
+            assert karpy.finish() == 0

@@ -7,6 +7,7 @@ An instance is a Node object written through the API; see `provider` for launche
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from karpy.cloud.fake.catalog import embedded_catalog, load_catalog
@@ -43,6 +44,7 @@ def build(
         unavailable=unavailable,
         faults=FakeFaults(settings.fake_insufficient_capacity),
         registration_delay=settings.fake_registration_delay / 1e9,
+        repair_toleration=timedelta(seconds=settings.fake_repair_toleration / 1e9),
         clock=clock,
         controller_metrics=controller_metrics,
     )

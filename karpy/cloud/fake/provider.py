@@ -81,6 +81,7 @@ class FakeCloudProvider:
         unavailable: UnavailableOfferings,
         faults: FakeFaults | None = None,
         registration_delay: float = 0.0,
+        repair_toleration: timedelta = REPAIR_TOLERATION,
         clock: Clock = SYSTEM_CLOCK,
         controller_metrics: ControllerMetrics | None = None,
     ) -> None:
@@ -90,6 +91,7 @@ class FakeCloudProvider:
         self.unavailable = unavailable
         self.faults = faults or FakeFaults()
         self.registration_delay = registration_delay
+        self.repair_toleration = repair_toleration
         self.clock = clock
         self.controller_metrics = controller_metrics
         self.types_by_name = {it.name: it for it in catalog.instance_types}
@@ -266,8 +268,8 @@ class FakeCloudProvider:
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return (
-            RepairPolicy("Ready", "False", REPAIR_TOLERATION),
-            RepairPolicy("Ready", "Unknown", REPAIR_TOLERATION),
+            RepairPolicy("Ready", "False", self.repair_toleration),
+            RepairPolicy("Ready", "Unknown", self.repair_toleration),
         )
 
     def controllers(self) -> Sequence[Component]:

@@ -1,0 +1,155 @@
+"""`NodeRepair`: replace nodes the cloud provider calls unhealthy (Karpenter's
+``node.health``, behind the ``NodeRepair`` feature gate).
+
+Each of the provider's repair policies names a node condition and status (``Ready``
+``False`` or ``Unknown``, say) and how long it may hold. A node whose condition has held
+that long is unhealthy, and is replaced *forcefully*: its NodeClaim gets the termination
+timestamp annotation set to now (the drain deadline has passed, so pods are deleted
+rather than evicted: no budget, PDB or do-not-disrupt holds it) and is deleted; the
+provisioner schedules its pods elsewhere. No disruption budget applies.
+
+Unless too much is broken at once: when more than 20% of a NodePool's nodes (rounded
+up: of three nodes, one may be) are unhealthy, the cause is probably not the nodes (a
+network or control-plane outage), and replacing them would only add load; nothing of
+that pool is repaired, and a ``NodeRepairBlocked`` Event says why. Counted in
+``karpenter_nodeclaims_unhealthy_disrupted_total``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Final
+
+from karpy.apis.core import format_time
+from karpy.apis.labels import ANNOTATION_TERMINATION_TIMESTAMP, LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
+from karpy.disruption.events import node_and_claim_events
+from karpy.kube.errors import NotFound
+from karpy.kube.events import Event, ObjectRef
+from karpy.kube.resources import NODECLAIMS
+from karpy.log import get_logger, obj_ref
+from karpy.reconcile import DONE, Result, requeue_after
+from karpy.state import kinds
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from datetime import datetime
+
+    from karpy.base.clock import Clock
+    from karpy.cloud.provider import RepairPolicy
+    from karpy.kube.client import KubeClient
+    from karpy.kube.events import EventRecorder
+    from karpy.observability.karpenter_metrics import KarpenterMetrics
+    from karpy.state.cluster import ClusterState, StateChange
+    from karpy.state.records import NodeInfo
+    from karpy.state.snapshot import StateSnapshot
+
+__all__ = ["UNHEALTHY_SHARE", "NodeRepair", "unhealthy_condition"]
+
+log = get_logger("disruption")
+
+UNHEALTHY_SHARE: Final = 0.2  # more than this share of a pool unhealthy blocks repair
+BLOCKED_RETRY: Final = 300.0  # seconds
+
+
+def unhealthy_condition(
+    node: NodeInfo, policies: Sequence[RepairPolicy], now: datetime
+) -> tuple[str, float | None]:
+    """The condition type that makes ``node`` unhealthy now ("" if none), and else in
+    how many seconds one would (None: no policy condition holds)."""
+    soonest: float | None = None
+    for policy in policies:
+        condition = node.condition(policy.condition_type)
+        if condition is None or condition.status != policy.condition_status:
+            continue
+        since = condition.last_transition_time or now
+        left = (since + policy.toleration - now).total_seconds()
+        if left <= 0:
+            return policy.condition_type, None
+        soonest = left if soonest is None else min(soonest, left)
+    return "", soonest
+
+
+class NodeRepair:
+    name = "node.health"
+    watches = frozenset({kinds.NODE})
+
+    def __init__(
+        self,
+        state: ClusterState,
+        client: KubeClient,
+        recorder: EventRecorder,
+        policies: Sequence[RepairPolicy],
+        *,
+        clock: Clock,
+        metrics: KarpenterMetrics | None = None,
+    ) -> None:
+        self.state = state
+        self.client = client
+        self.recorder = recorder
+        self.policies = tuple(policies)
+        self.clock = clock
+        self.metrics = metrics
+
+    def keys_for(self, change: StateChange) -> Iterable[str]:
+        return (change.key,) if change.new is not None else ()
+
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
+        return snapshot.nodes.keys()
+
+    async def reconcile(self, key: str) -> Result:
+        if not self.policies:
+            return DONE
+        snapshot = self.state.snapshot()
+        node = snapshot.nodes.get(key)
+        claim = snapshot.claim_for_node(key)
+        if node is None or claim is None or node.deletion_timestamp is not None:
+            return DONE
+        if claim.metadata.deletion_timestamp is not None:
+            return DONE
+        now = self.clock.now()
+        condition, left = unhealthy_condition(node, self.policies, now)
+        if not condition:
+            return requeue_after(left) if left is not None else DONE
+        pool = node.node.labels.get(LABEL_NODEPOOL, "")
+        members = [n for n in snapshot.nodes.values()
+                   if n.node.labels.get(LABEL_NODEPOOL, "") == pool]  # fmt: skip
+        unhealthy = sum(1 for n in members if unhealthy_condition(n, self.policies, now)[0])
+        # Up to 20% may be unhealthy, rounded up: of three nodes, one may be.
+        allowed = math.ceil(len(members) * UNHEALTHY_SHARE)
+        if unhealthy > allowed:
+            message = (
+                f'more than 20% of nodepool "{pool}" is unhealthy ({unhealthy} of '
+                f"{len(members)} nodes); not repairing"
+            )
+            for event in node_and_claim_events(key, claim, "NodeRepairBlocked", message,
+                                               type_="Warning"):  # fmt: skip
+                self.recorder.publish(event)
+            pool_ref = ObjectRef("NodePool", pool, api_version="karpenter.sh/v1")
+            self.recorder.publish(Event(pool_ref, "Warning", "NodeRepairBlocked", message))
+            log.info("node repair blocked", **obj_ref("Node", key), nodepool=pool,
+                     unhealthy=unhealthy, nodes=len(members))  # fmt: skip
+            return requeue_after(BLOCKED_RETRY)
+        annotate = {
+            "metadata": {"annotations": {ANNOTATION_TERMINATION_TIMESTAMP: format_time(now)}}
+        }
+        try:
+            await self.client.patch(NODECLAIMS, claim.name, annotate)
+            await self.client.delete(NODECLAIMS, claim.name)
+        except NotFound:
+            return DONE
+        log.info("repairing unhealthy node", **obj_ref("Node", key),
+                 **obj_ref("NodeClaim", claim.name), condition=condition)  # fmt: skip
+        if self.metrics is not None:
+            self.metrics.nodeclaims_unhealthy_disrupted.labels(
+                _snake(condition), pool, node.node.labels.get(LABEL_CAPACITY_TYPE, ""),
+                claim.status.image_id,
+            ).inc()  # fmt: skip
+            self.metrics.nodeclaims_disrupted.labels(
+                "unhealthy", pool, node.node.labels.get(LABEL_CAPACITY_TYPE, ""), "", "forceful"
+            ).inc()
+        return DONE
+
+
+def _snake(name: str) -> str:
+    """``AcceleratedHardwareReady`` -> ``accelerated_hardware_ready`` (the metric label)."""
+    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))
