@@ -4,6 +4,8 @@ separate process driven only through the API (the fake cloud provider)."""
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -23,6 +25,7 @@ from tests.e2e.cluster import (
     eventually,
     sandbox_process,
 )
+from tests.e2e.processes import clean_env
 
 pytestmark = [pytest.mark.slow]
 
@@ -319,6 +322,57 @@ def test_node_repair_replaces_an_unhealthy_node_unless_too_many_are(tmp_path: Pa
                 return all_running(api, 5)
 
             eventually(repaired, timeout=120)
+        finally:
+            karpy.process.terminate()
+            assert karpy.finish() == 0
+
+
+def explain(kubeconfig: Path, node: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", "karpy", "explain", "node", node, "--kubeconfig", str(kubeconfig)],
+        capture_output=True, text=True, timeout=60, env=clean_env(), check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_explain_node_says_what_blocks_a_node_and_what_would_happen_to_the_others(
+    tmp_path: Path,
+) -> None:
+    with sandbox_process(tmp_path) as cluster:
+        api = cluster.api
+        api.apply_examples(pool(consolidationPolicy="WhenEmptyOrUnderutilized",
+                                consolidateAfter="1h"))  # fmt: skip
+        karpy = controller(cluster.kubeconfig)
+        try:
+            karpy.wait_for_message("informers synced", timeout=60)
+            term = {"labelSelector": {"matchLabels": {"group": "x"}},
+                    "topologyKey": "kubernetes.io/hostname"}  # fmt: skip
+            apart = {"affinity": {"podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}  # fmt: skip
+            pinned = deployment("pinned", 1, cpu="500m", memory="512Mi", spec=apart,
+                                labels={"group": "x"})  # fmt: skip
+            pinned["spec"]["template"]["metadata"]["annotations"] = {
+                "karpenter.sh/do-not-disrupt": "true"}  # fmt: skip
+            api.create("deployments", pinned)
+            api.create("deployments", deployment("free", 1, cpu="500m", memory="512Mi",
+                                                 spec=apart, labels={"group": "x"}))  # fmt: skip
+            eventually(lambda: all_running(api, 2), timeout=90)
+            node_of = {p["metadata"]["labels"]["app"]: p["spec"]["nodeName"]
+                       for p in api.list("pods")}  # fmt: skip
+            blocked = explain(cluster.kubeconfig, node_of["pinned"])
+            assert "not a candidate" in blocked
+            assert "do-not-disrupt" in blocked and "pinned-" in blocked
+            free = explain(cluster.kubeconfig, node_of["free"])
+            assert "candidate:" in free
+            assert "consolidatable: in " in free, "consolidateAfter 1h has not passed"
+            assert "budget (Underutilized)" in free and "allows 1 of 2" in free
+            assert "expiration: in " in free
+            missing = subprocess.run(
+                [sys.executable, "-m", "karpy", "explain", "node", "nope", "--kubeconfig",
+                 str(cluster.kubeconfig)], capture_output=True, text=True, env=clean_env(),
+                timeout=60, check=False)  # fmt: skip
+            assert missing.returncode == 1 and "no such Node" in missing.stdout
         finally:
             karpy.process.terminate()
             assert karpy.finish() == 0

@@ -1,0 +1,84 @@
+"""``karpy explain node NAME (-f SNAPSHOT... | --kubeconfig PATH) [--instance-types CATALOG]``.
+
+Prints why disruption would or would not act on the node now (see
+`karpy.disruption.explain`): from snapshot files in ``karpy simulate``'s format, or from
+the cluster a kubeconfig names (read-only: lists the kinds the controller watches).
+Prices and the what-if round use ``--instance-types`` (a catalog in ``karpy simulate``'s
+format) or, without it, the fake cloud's embedded catalog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import TYPE_CHECKING, Any
+
+from karpy.apis.labels import AWS_WELL_KNOWN_LABELS
+from karpy.base.clock import SYSTEM_CLOCK
+from karpy.cloud.fake.catalog import embedded_catalog
+from karpy.disruption.explain import explain_node, state_from_objects
+from karpy.errors import UsageError
+from karpy.kube.client import KubeClient
+from karpy.kube.transport import Transport, load_configuration
+from karpy.kube.watched import WATCHED
+from karpy.provisioning.contextcache import CompiledContext
+from karpy.scheduling.catalog import CatalogError, parse_catalog
+from karpy.scheduling.context import build_context
+from karpy.settings import Settings
+from karpy.simulate.loader import load_catalog, load_objects
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("what", choices=["node"], help="what to explain (node)")
+    parser.add_argument("name", help="the Node (or NodeClaim) name")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("-f", "--filename", dest="files", action="append",
+                        help="snapshot file or directory (repeatable; - for stdin)")  # fmt: skip
+    source.add_argument("--kubeconfig", help="read the cluster this kubeconfig names")
+    parser.add_argument("--instance-types", dest="catalog",
+                        help="instance-type catalog (karpy simulate's format)")  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.files:
+        objects = [obj for _, obj in load_objects(args.files, stdin=sys.stdin)]
+    else:
+        objects = asyncio.run(_list_cluster(args.kubeconfig))
+    state = state_from_objects(objects)
+    snapshot = state.snapshot()
+    if args.catalog:
+        try:
+            catalog = parse_catalog(load_catalog(args.catalog))
+        except CatalogError as exc:
+            raise UsageError(f"{args.catalog}: {exc}") from None
+    else:
+        catalog = embedded_catalog()
+    pools = sorted(snapshot.nodepools.values(), key=lambda p: p.name)
+    labels = AWS_WELL_KNOWN_LABELS | catalog.well_known_labels
+    context = build_context(pools, catalog.instance_types, provider_labels=labels)
+    compiled = CompiledContext(context, {it.name: it for it in catalog.instance_types}, {})
+    lines = explain_node(snapshot, compiled, args.name, now=SYSTEM_CLOCK.now(),
+                         settings=Settings())  # fmt: skip
+    print("\n".join(lines))
+    return 0 if not lines[0].endswith("no such Node or NodeClaim") else 1
+
+
+async def _list_cluster(kubeconfig: str) -> list[dict[str, Any]]:
+    configuration = await load_configuration(kubeconfig)
+    transport = Transport(configuration)
+    client = KubeClient(transport, name="explain")
+    out: list[dict[str, Any]] = []
+    try:
+        for spec in WATCHED:
+            items, _ = await client.list(spec.resource, spec.namespace)
+            for item in items:
+                item.setdefault("kind", spec.resource.kind)
+                out.append(item)
+    finally:
+        await transport.close()
+    return out

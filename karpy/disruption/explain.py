@@ -1,0 +1,206 @@
+"""Why a node is or is not being disrupted, in words (``karpy explain node NAME``).
+
+The explanation is computed by the same functions the controller decides with: the
+candidate rules (`karpy.disruption.candidates`), the budgets, and a what-if round of the
+scheduler for consolidation, so it cannot disagree with what the controller does (short
+of the cluster changing in between). For each method it says whether it applies and,
+if not, what stops it: a budget with its numbers, a do-not-disrupt pod or PDB by name,
+a nomination, the time left until ``consolidateAfter`` has passed, or that no cheaper
+replacement exists.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from karpy.apis.labels import LABEL_NODEPOOL
+from karpy.disruption.budgets import DisruptionReason
+from karpy.disruption.candidates import find_candidates
+from karpy.disruption.conditions import CONSOLIDATABLE, DRIFTED
+from karpy.disruption.controller import budget_verdicts
+from karpy.disruption.methods import WHEN_EMPTY_OR_UNDERUTILIZED, ConsolidationType, consolidate
+from karpy.disruption.orchestration import is_marked
+from karpy.disruption.simulation import simulate
+from karpy.kube.watched import WATCHED
+from karpy.lifecycle.conditions import DISRUPTION_REASON, INITIALIZED, is_true
+from karpy.state.cluster import ClusterState
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from karpy.apis.nodeclaim import NodeClaim
+    from karpy.disruption.candidates import Candidate
+    from karpy.provisioning.contextcache import CompiledContext
+    from karpy.settings import Settings
+    from karpy.state.snapshot import StateSnapshot
+
+__all__ = ["explain_node", "state_from_objects"]
+
+
+def state_from_objects(objects: Iterable[Mapping[str, Any]]) -> ClusterState:
+    """Cluster state holding ``objects`` (as the informers would project them)."""
+    specs = {spec.resource.kind: spec for spec in WATCHED}
+    grouped: dict[str, list[tuple[str, Any]]] = {}
+    for obj in objects:
+        spec = specs.get(str(obj.get("kind", "")))
+        if spec is None:
+            continue
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace")
+        if spec.resource.namespaced and not namespace:
+            namespace = "default"
+        name = str(meta.get("name", ""))
+        key = f"{namespace}/{name}" if spec.resource.namespaced else name
+        grouped.setdefault(spec.kind or spec.resource.kind, []).append((key, spec.project(obj)))
+    state = ClusterState()
+    for kind, upserts in grouped.items():
+        state.apply(kind, upserts, [])
+    return state
+
+
+def _duration(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+def explain_node(
+    snapshot: StateSnapshot,
+    compiled: CompiledContext,
+    name: str,
+    *,
+    now: datetime,
+    settings: Settings,
+    nominated: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Lines explaining what disruption would do with node (or NodeClaim) ``name``."""
+    nominated = nominated or {}
+    node = snapshot.nodes.get(name)
+    claim = snapshot.claim_for_node(name) if node is not None else snapshot.nodeclaims.get(name)
+    if node is None and claim is not None:
+        node = snapshot.node_for_claim(claim.name)
+    if node is None and claim is None:
+        return [f"{name}: no such Node or NodeClaim"]
+    node_name = node.name if node is not None else name
+    lines = [f"Node {node_name}" + (f" (NodeClaim {claim.name})" if claim is not None else "")]
+    if claim is None:
+        return [*lines, "  not managed by karpy (no NodeClaim): never disrupted"]
+    labels = node.node.labels if node is not None else claim.metadata.labels
+    pool_name = labels.get(LABEL_NODEPOOL, "")
+    pool = snapshot.nodepools.get(pool_name)
+    lines.append(f"  nodepool: {pool_name or '-'}")
+    if is_marked(claim):
+        condition = claim.status.condition(DISRUPTION_REASON)
+        lines.append(f"  being disrupted: {condition.message if condition else ''}")
+        return lines
+    lines += _expiration(claim, now)
+    candidates, blocked = find_candidates(snapshot, now=now, nominated=set(nominated.values()),
+                                          types_by_name=compiled.types_by_name)  # fmt: skip
+    mine = [b for b in blocked if b.claim == claim.name]
+    if mine:
+        lines.append(f"  not a candidate: {mine[0].reason}")
+        if mine[0].pod_level and claim.spec.termination_grace_period is not None:
+            lines.append(
+                "  (drift may still replace it: its terminationGracePeriod bounds the drain)"
+            )
+        return lines
+    candidate = next(c for c in candidates if c.claim.name == claim.name)
+    assert pool is not None
+    price = f"${candidate.price:.4f}/h" if candidate.price is not None else "price unknown"
+    lines.append(f"  candidate: {candidate.instance_type} {candidate.capacity_type} in "
+                 f"{candidate.zone}, {price}, {len(candidate.reschedulable)} pod(s) to move, "
+                 f"disruption cost {candidate.disruption_cost:.2f}")  # fmt: skip
+    lines += _consolidate_after(candidate, now)
+    for reason in DisruptionReason:
+        verdict = budget_verdicts(snapshot, reason, now)[pool.name]
+        lines.append(f"  budget ({reason}): {verdict.describe()}")
+    lines += _methods(snapshot, compiled, candidate, nominated, settings)
+    return lines
+
+
+def _expiration(claim: NodeClaim, now: datetime) -> list[str]:
+    expire = claim.spec.expire_after
+    created = claim.metadata.creation_timestamp
+    if expire is None or created is None:
+        return ["  expiration: never (expireAfter Never)"]
+    left = created + expire - now
+    if left.total_seconds() <= 0:
+        return ["  expiration: expired; it is deleted regardless of budgets"]
+    return [f"  expiration: in {_duration(left)} (forceful, not budget-gated)"]
+
+
+def _consolidate_after(candidate: Candidate, now: datetime) -> list[str]:
+    after = candidate.pool.spec.disruption.consolidate_after
+    if after is None:
+        return ["  consolidateAfter: Never (the nodepool never consolidates)"]
+    if is_true(candidate.claim, CONSOLIDATABLE):
+        return ["  consolidatable: yes"]
+    status = candidate.claim.status
+    initialized = status.condition(INITIALIZED)
+    since = status.last_pod_event_time or (
+        initialized.last_transition_time if initialized else None
+    )
+    if since is None:
+        return ["  consolidatable: not yet"]
+    left = since + after - now
+    return [f"  consolidatable: in {_duration(max(left, timedelta(0)))} (consolidateAfter "
+            f"{candidate.pool.spec.disruption.consolidate_after_text or after} since the last "
+            "pod event)"]  # fmt: skip
+
+
+def _methods(
+    snapshot: StateSnapshot,
+    compiled: CompiledContext,
+    candidate: Candidate,
+    nominated: Mapping[str, str],
+    settings: Settings,
+) -> list[str]:
+    lines: list[str] = []
+    policy = candidate.pool.spec.disruption.consolidation_policy
+    consolidatable = is_true(candidate.claim, CONSOLIDATABLE)
+    if candidate.empty:
+        what = "would be deleted" if consolidatable else "waits for consolidateAfter"
+        lines.append(f"  emptiness: empty (only DaemonSet, mirror or finished pods); {what}")
+    else:
+        pods = ", ".join(p.key for p in candidate.reschedulable[:5])
+        more = (
+            f" and {len(candidate.reschedulable) - 5} more"
+            if len(candidate.reschedulable) > 5
+            else ""
+        )
+        lines.append(f"  emptiness: not empty ({pods}{more})")
+    drift = candidate.claim.status.condition(DRIFTED)
+    if drift is not None and drift.is_true:
+        lines.append(f"  drift: drifted ({drift.reason}: {drift.message}); replaced within the "
+                     "Drifted budget")  # fmt: skip
+    else:
+        lines.append("  drift: not drifted")
+    if policy != WHEN_EMPTY_OR_UNDERUTILIZED:
+        lines.append(f"  consolidation: off (consolidationPolicy {policy})")
+        return lines
+    if not consolidatable:
+        lines.append("  consolidation: not yet (consolidateAfter)")
+        return lines
+
+    def what_if(chosen: Any) -> Any:
+        return simulate(snapshot, compiled, chosen, nominated=nominated, settings=settings,
+                        budget=30.0)  # fmt: skip
+
+    command, why = consolidate([candidate], what_if,
+                               spot_to_spot=settings.feature_gates.spot_to_spot_consolidation,
+                               consolidation_type=ConsolidationType.SINGLE)  # fmt: skip
+    if command is None:
+        lines.append(f"  consolidation: no ({why})")
+    elif not command.replacements:
+        lines.append("  consolidation: would delete it (its pods fit on other nodes)")
+    else:
+        plan = command.replacements[0]
+        saves = (candidate.price or 0.0) - plan.offering.price
+        lines.append(f"  consolidation: would replace it with {plan.instance_type.name} "
+                     f"{plan.offering.capacity_type} at ${plan.offering.price:.4f}/h "
+                     f"(saves ${saves:.4f}/h)")  # fmt: skip
+    return lines
