@@ -66,6 +66,7 @@ CASES = [
     ("fake_instance_types", "/etc/karpy/catalog.yaml", "/etc/karpy/catalog.yaml", "x.yaml",
      "x.yaml"),
     ("fake_registration_delay", "2s", 2 * SECOND, "0", 0),
+    ("fake_repair_toleration", "30s", 30 * SECOND, "10m", 600 * SECOND),
     ("fake_insufficient_capacity", "c-2x-amd64-linux:test-zone-a:spot",
      (("c-2x-amd64-linux", "test-zone-a", "spot"),), "*:test-zone-b:*, m-4x-arm64-linux:*:*",
      (("*", "test-zone-b", "*"), ("m-4x-arm64-linux", "*", "*"))),

@@ -16,7 +16,8 @@ why in the words ``karpy explain node`` and the ``DisruptionBlocked`` Event use,
   refuses those).
 
 The last two do not block *eventual* methods (drift) when the NodeClaim has a
-``terminationGracePeriod``: its drain ends by the deadline whatever the pods say.
+``terminationGracePeriod``: its drain ends by the deadline whatever the pods say
+(`Blocked.eventual` carries the candidate they may use).
 
 Each candidate carries its *reschedulable* pods (those that need a new home: active, not
 DaemonSet or mirror pods; a candidate without any is *empty*), its price (the offering
@@ -32,12 +33,15 @@ from typing import TYPE_CHECKING
 import attrs
 
 from karpy.apis.labels import (
+    ANNOTATION_DO_NOT_DISRUPT,
     LABEL_CAPACITY_TYPE,
+    LABEL_INITIALIZED,
     LABEL_INSTANCE_TYPE,
     LABEL_NODEPOOL,
     LABEL_ZONE,
     TAINT_DISRUPTED,
 )
+from karpy.base.gcpause import gc_paused
 from karpy.lifecycle.conditions import INITIALIZED, is_true
 from karpy.lifecycle.termination.pods import do_not_disrupt, tolerates_disrupted_taint
 
@@ -93,6 +97,9 @@ class Blocked:
     claim: str | None
     reason: str
     pod_level: bool = False  # blocked by a pod (do-not-disrupt or a PDB), not the node
+    # For eventual methods (drift), a node blocked only by its pods is still a candidate
+    # when its NodeClaim has a terminationGracePeriod: this one.
+    eventual: Candidate | None = None
 
 
 def is_disrupting(node: NodeInfo) -> bool:
@@ -109,44 +116,66 @@ def find_candidates(
     now: datetime,
     nominated: Collection[str],
     types_by_name: Mapping[str, InstanceType],
-    eventual: bool = False,
 ) -> tuple[list[Candidate], list[Blocked]]:
     """The candidates among managed nodes, and the nodes blocked with their reasons.
-    ``nominated`` holds NodeClaim and Node names that pending pods were nominated to;
-    ``eventual`` lets pod-level blocks pass for NodeClaims with a terminationGracePeriod
-    (drift)."""
+    ``nominated`` holds NodeClaim and Node names that pending pods were nominated to.
+    A node blocked only by its pods whose NodeClaim has a terminationGracePeriod carries
+    the candidate eventual methods (drift) may still use (`Blocked.eventual`)."""
+    with gc_paused():
+        return _find(snapshot, now, nominated, types_by_name)
+
+
+def _find(
+    snapshot: StateSnapshot,
+    now: datetime,
+    nominated: Collection[str],
+    types_by_name: Mapping[str, InstanceType],
+) -> tuple[list[Candidate], list[Blocked]]:
     budgets = list(snapshot.budgets.values())
     candidates: list[Candidate] = []
     blocked: list[Blocked] = []
     for claim in snapshot.nodeclaims.values():
         node = snapshot.node_for_claim(claim.name)
-        verdict = _judge(snapshot, claim, node, now, nominated, budgets, eventual)
+        verdict = _judge(snapshot, claim, node, now, nominated, budgets)
         if isinstance(verdict, Blocked):
+            if verdict.pod_level and claim.spec.termination_grace_period is not None:
+                assert node is not None
+                pool, pods, reschedulable = _admitted(snapshot, claim, node)
+                eventual = _candidate(claim, node, pool, pods, reschedulable, now, types_by_name)
+                verdict = attrs.evolve(verdict, eventual=eventual)
             blocked.append(verdict)
             continue
         assert node is not None
-        pool, pods, reschedulable = verdict
-        labels = node.node.labels
-        instance_type = labels.get(LABEL_INSTANCE_TYPE, "")
-        capacity_type = labels.get(LABEL_CAPACITY_TYPE, "")
-        zone = labels.get(LABEL_ZONE, "")
-        candidates.append(
-            Candidate(
-                name=node.name,
-                claim=claim,
-                node=node,
-                pool=pool,
-                instance_type=instance_type,
-                capacity_type=capacity_type,
-                zone=zone,
-                price=_price(types_by_name.get(instance_type), zone, capacity_type),
-                pods=pods,
-                reschedulable=reschedulable,
-                disruption_cost=sum(eviction_cost(p) for p in pods)
-                * lifetime_remaining(claim, now),
-            )
-        )
+        candidates.append(_candidate(claim, node, *verdict, now, types_by_name))
     return candidates, blocked
+
+
+def _candidate(  # noqa: PLR0917 - the parts of one candidate
+    claim: NodeClaim,
+    node: NodeInfo,
+    pool: NodePool,
+    pods: tuple[PodInfo, ...],
+    reschedulable: tuple[Pod, ...],
+    now: datetime,
+    types_by_name: Mapping[str, InstanceType],
+) -> Candidate:
+    labels = node.node.labels
+    instance_type = labels.get(LABEL_INSTANCE_TYPE, "")
+    capacity_type = labels.get(LABEL_CAPACITY_TYPE, "")
+    zone = labels.get(LABEL_ZONE, "")
+    return Candidate(
+        name=node.name,
+        claim=claim,
+        node=node,
+        pool=pool,
+        instance_type=instance_type,
+        capacity_type=capacity_type,
+        zone=zone,
+        price=_price(types_by_name.get(instance_type), zone, capacity_type),
+        pods=pods,
+        reschedulable=reschedulable,
+        disruption_cost=sum(eviction_cost(p) for p in pods) * lifetime_remaining(claim, now),
+    )
 
 
 _Verdict = tuple["NodePool", tuple["PodInfo", ...], tuple["Pod", ...]] | Blocked
@@ -159,7 +188,6 @@ def _judge(  # noqa: PLR0917 - one check per rule, in Karpenter's order
     now: datetime,
     nominated: Collection[str],
     budgets: Sequence[BudgetInfo],
-    eventual: bool,
 ) -> _Verdict:
     name = node.name if node is not None else claim.name
 
@@ -168,30 +196,33 @@ def _judge(  # noqa: PLR0917 - one check per rule, in Karpenter's order
 
     if node is None:
         return no("the NodeClaim has no Node yet")
-    if (
-        not is_true(claim, INITIALIZED)
-        or node.node.labels.get("karpenter.sh/initialized") != "true"
-    ):
+    if not is_true(claim, INITIALIZED) or node.node.labels.get(LABEL_INITIALIZED) != "true":
         return no("the node is not initialized")
     if claim.metadata.deletion_timestamp is not None or is_disrupting(node):
         return no("the node is deleting or already being disrupted")
     if claim.name in nominated or node.name in nominated:
         return no("the node is nominated for pending pods")
-    if "true" in (
-        node.do_not_disrupt,
-        claim.metadata.annotations.get("karpenter.sh/do-not-disrupt"),
-    ):
+    if "true" in (node.do_not_disrupt, claim.metadata.annotations.get(ANNOTATION_DO_NOT_DISRUPT)):
         return no('disruption is blocked by the "karpenter.sh/do-not-disrupt" annotation')
-    pool_name = node.node.labels.get(LABEL_NODEPOOL) or claim.metadata.labels.get(LABEL_NODEPOOL)
-    pool = snapshot.nodepools.get(pool_name or "")
-    if pool is None:
+    pool_name = _pool_name(claim, node)
+    if pool_name not in snapshot.nodepools:
         return no(f'nodepool "{pool_name}" not found')
+    admitted = _admitted(snapshot, claim, node)
+    problem = _pod_block(admitted[1], budgets, now)
+    if problem is not None:
+        return no(problem, pod_level=True)
+    return admitted
+
+
+def _pool_name(claim: NodeClaim, node: NodeInfo) -> str:
+    return node.node.labels.get(LABEL_NODEPOOL) or claim.metadata.labels.get(LABEL_NODEPOOL, "")
+
+
+def _admitted(
+    snapshot: StateSnapshot, claim: NodeClaim, node: NodeInfo
+) -> tuple[NodePool, tuple[PodInfo, ...], tuple[Pod, ...]]:
+    pool = snapshot.nodepools[_pool_name(claim, node)]
     pods = tuple(snapshot.pods_on(node.name))
-    may_ignore_pods = eventual and claim.spec.termination_grace_period is not None
-    if not may_ignore_pods:
-        problem = _pod_block(pods, budgets, now)
-        if problem is not None:
-            return no(problem, pod_level=True)
     reschedulable = tuple(p.pod for p in pods if p.pod.is_reschedulable)
     return pool, pods, reschedulable
 
@@ -199,8 +230,10 @@ def _judge(  # noqa: PLR0917 - one check per rule, in Karpenter's order
 def _pod_block(pods: Sequence[PodInfo], budgets: Sequence[BudgetInfo], now: datetime) -> str | None:
     """Why evicting ``pods`` is not possible now, if it is not."""
     for pod in pods:
-        if pod.pod.is_active and do_not_disrupt(pod, now).active:
+        if pod.do_not_disrupt is not None and pod.pod.is_active and do_not_disrupt(pod, now).active:
             return f'pod {pod.key} has the "karpenter.sh/do-not-disrupt" annotation'
+    if not budgets:
+        return None
     for pod in pods:
         if not _evictable(pod):
             continue

@@ -88,7 +88,9 @@ class Command:
         return Decision.REPLACE if self.replacements else Decision.DELETE
 
     def describe(self) -> str:
-        names = ", ".join(c.name for c in self.candidates)
+        names = ", ".join(c.name for c in self.candidates[:5])
+        if len(self.candidates) > 5:
+            names += f" and {len(self.candidates) - 5} more"
         what = f"{self.decision} {len(self.candidates)} node(s) ({names})"
         if self.replacements:
             types = ", ".join(sorted({r.instance_type.name for r in self.replacements}))

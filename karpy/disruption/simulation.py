@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from karpy.base.gcpause import gc_paused
 from karpy.provisioning.inputs import build_round_input
+from karpy.scheduling.reschedule import reschedulable_pods
 from karpy.scheduling.solver import Scheduler
 
 if TYPE_CHECKING:
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from karpy.settings import Settings
     from karpy.state.snapshot import StateSnapshot
 
-__all__ = ["Simulation", "simulate"]
+__all__ = ["Simulation", "WhatIf", "simulate"]
 
 
 @attrs.frozen(slots=True)
@@ -45,6 +47,65 @@ class Simulation:
         return self.results.new_nodeclaims
 
 
+class WhatIf:
+    """What-if rounds on one snapshot: the round's inputs without any candidate are
+    built once (the costly part at thousands of nodes), and each call marks its
+    candidates deleted and adds their pods."""
+
+    def __init__(
+        self,
+        snapshot: StateSnapshot,
+        compiled: CompiledContext,
+        *,
+        nominated: Mapping[str, str],
+        settings: Settings,
+        budget: float,
+    ) -> None:
+        self.compiled = compiled
+        self.settings = settings
+        self.budget = budget
+        with gc_paused():
+            self.base = build_round_input(snapshot, compiled.types_by_name, nominated=nominated)
+        self.budgets = [b.budget for b in snapshot.budgets.values()]
+
+    def __call__(self, candidates: Sequence[Candidate]) -> Simulation:
+        with gc_paused():
+            return self._what_if(candidates)
+
+    def _what_if(self, candidates: Sequence[Candidate]) -> Simulation:
+        base = self.base
+        names = {c.name for c in candidates}
+        capacity = tuple(
+            attrs.evolve(n, marked_for_deletion=True) if n.name in names else n
+            for n in base.cluster.capacity
+        )
+        own = reschedulable_pods((info.pod for c in candidates for info in c.pods), self.budgets)
+        pods = (*base.pods, *own)
+        settings = self.settings
+        scheduler = Scheduler(
+            self.compiled.context, attrs.evolve(base.cluster, capacity=capacity),
+            preference_policy=settings.preference_policy,
+            reserved_capacity=settings.feature_gates.reserved_capacity, reserved_fallback=True,
+        )  # fmt: skip
+        results = scheduler.solve(pods, budget=self.budget)
+        moving = {p.key for p in pods[base.pending :]}  # candidates' and deleting nodes'
+        own_keys = {p.key for p in own}
+        failures = [f"{u.pod.key}: {u.render()}" for u in results.unschedulable
+                    if u.pod.key in moving]  # fmt: skip
+        failures += [f"{p.key}: not tried before the time bound" for p in results.deferred
+                     if p.key in moving]  # fmt: skip
+        initialized = {n.name for n in capacity if n.initialized}
+        for placement in results.existing_nodes:
+            if placement.name in initialized:
+                continue
+            failures += [
+                f"{p.key}: would rely on node {placement.name}, which is not initialized yet"
+                for p in placement.pods
+                if p.key in own_keys
+            ]
+        return Simulation(results, tuple(failures))
+
+
 def simulate(
     snapshot: StateSnapshot,
     compiled: CompiledContext,
@@ -54,26 +115,7 @@ def simulate(
     settings: Settings,
     budget: float,
 ) -> Simulation:
-    names = {c.name for c in candidates}
-    inputs = build_round_input(snapshot, compiled.types_by_name, nominated=nominated,
-                               disrupting=names)  # fmt: skip
-    scheduler = Scheduler(
-        compiled.context, inputs.cluster, preference_policy=settings.preference_policy,
-        reserved_capacity=settings.feature_gates.reserved_capacity, reserved_fallback=True,
-    )  # fmt: skip
-    results = scheduler.solve(inputs.pods, budget=budget)
-    moving = {p.key for p in inputs.pods[inputs.pending :]}  # candidates' and deleting nodes'
-    own = {p.key for c in candidates for p in c.reschedulable}
-    failures = [f"{u.pod.key}: {u.render()}" for u in results.unschedulable if u.pod.key in moving]
-    failures += [f"{p.key}: not tried before the time bound" for p in results.deferred
-                 if p.key in moving]  # fmt: skip
-    initialized = {n.name for n in inputs.cluster.capacity if n.initialized}
-    for placement in results.existing_nodes:
-        if placement.name in initialized:
-            continue
-        failures += [
-            f"{p.key}: would rely on node {placement.name}, which is not initialized yet"
-            for p in placement.pods
-            if p.key in own
-        ]
-    return Simulation(results, tuple(failures))
+    """One what-if round (see `WhatIf`, for several on one snapshot)."""
+    return WhatIf(snapshot, compiled, nominated=nominated, settings=settings, budget=budget)(
+        candidates
+    )

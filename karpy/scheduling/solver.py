@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from karpy.base.gcpause import gc_paused
 from karpy.scheduling.algebra import RequirementAlgebra
 from karpy.scheduling.boundpods import BoundPods
 from karpy.scheduling.daemonsets import daemon_overhead_groups
@@ -172,6 +173,10 @@ class Scheduler:
         if self._solved:
             raise RuntimeError("a Scheduler solves one round; create a new one per round")
         self._solved = True
+        with gc_paused():
+            return self._solve(pods, clock=clock, budget=budget)
+
+    def _solve(self, pods: Sequence[Pod], *, clock: Callable[[], float], budget: float) -> Results:
         started = clock()
         deadline = started + budget
         unschedulable: list[Unschedulable] = []
