@@ -376,3 +376,34 @@ def test_explain_node_says_what_blocks_a_node_and_what_would_happen_to_the_other
         finally:
             karpy.process.terminate()
             assert karpy.finish() == 0
+
+
+def test_termination_grace_period_ends_a_drain_a_pdb_would_block_forever(tmp_path: Path) -> None:
+    bounded = pool(consolidationPolicy="WhenEmpty", consolidateAfter="Never")
+    bounded["spec"]["template"]["spec"]["terminationGracePeriod"] = "30s"
+    with sandbox_process(tmp_path) as cluster:
+        api = cluster.api
+        api.apply_examples(bounded)
+        karpy = controller(cluster.kubeconfig)
+        try:
+            karpy.wait_for_message("informers synced", timeout=60)
+            selector = {"matchLabels": {"app": "db"}}
+            api.create("pdbs", {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                                "metadata": {"name": "db", "namespace": "default"},
+                                "spec": {"maxUnavailable": 0, "selector": selector}})  # fmt: skip
+            api.create("deployments", deployment("db", 1, cpu="500m", memory="512Mi"))
+            eventually(lambda: all_running(api, 1), timeout=90)
+            (claim,) = managed_claims(api)
+            name = claim["metadata"]["name"]
+            api.delete("nodeclaims", name)
+            started = time.monotonic()
+
+            def gone() -> str:
+                names = {c["metadata"]["name"] for c in api.list("nodeclaims")}
+                return f"{name} still there" if name in names else ""
+
+            eventually(gone, timeout=30 + 30)
+            assert time.monotonic() - started >= 20, "the PDB held the drain until the deadline"
+        finally:
+            karpy.process.terminate()
+            assert karpy.finish() == 0
