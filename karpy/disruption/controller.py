@@ -46,7 +46,7 @@ from karpy.disruption.methods import (
     single_node_command,
 )
 from karpy.disruption.orchestration import ANNOTATION_REPLACEMENTS, is_marked
-from karpy.disruption.simulation import Simulation, WhatIf
+from karpy.disruption.simulation import WhatIf
 from karpy.kube.client import priority
 from karpy.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from karpy.kube.resources import NODECLAIMS
@@ -172,7 +172,13 @@ class Disruption:
                                               types_by_name=compiled.types_by_name)  # fmt: skip
         self._report_blocked(blocked)
 
-        what_if = _LazyWhatIf(snapshot, compiled, nominated, self.settings)
+        what_if = WhatIf(
+            snapshot,
+            compiled,
+            nominated=nominated,
+            settings=self.settings,
+            budget=SIMULATION_BUDGET,
+        )
         # 1. emptiness
         empty = [c for c in candidates if c.empty]
         outcome = self._timed(DisruptionReason.EMPTY, ConsolidationType.EMPTY, empty,
@@ -285,7 +291,13 @@ class Disruption:
         if not problem and command.reason is DisruptionReason.UNDERUTILIZED:
             still = [c for c in chosen if c is not None]
 
-            what_if = _LazyWhatIf(snapshot, compiled, nominated, self.settings)
+            what_if = WhatIf(
+                snapshot,
+                compiled,
+                nominated=nominated,
+                settings=self.settings,
+                budget=SIMULATION_BUDGET,
+            )
             again, why = await asyncio.to_thread(
                 consolidate, still, what_if,
                 spot_to_spot=self.settings.feature_gates.spot_to_spot_consolidation,
@@ -411,28 +423,6 @@ class Disruption:
             for event in node_and_claim_events(candidate.name, candidate.claim, reason, why,
                                                dedupe_timeout=UNCONSOLIDATABLE_DEDUPE):  # fmt: skip
                 self.recorder.publish(event)
-
-
-class _LazyWhatIf:
-    """A `WhatIf` built on its first use (a pass that finds only empty nodes, or none,
-    never pays for the round's inputs)."""
-
-    def __init__(
-        self,
-        snapshot: StateSnapshot,
-        compiled: CompiledContext,
-        nominated: Mapping[str, str],
-        settings: Settings,
-    ) -> None:
-        self._args = (snapshot, compiled, nominated, settings)
-        self._what_if: WhatIf | None = None
-
-    def __call__(self, candidates: Sequence[Candidate]) -> Simulation:
-        if self._what_if is None:
-            snapshot, compiled, nominated, settings = self._args
-            self._what_if = WhatIf(snapshot, compiled, nominated=nominated, settings=settings,
-                                   budget=SIMULATION_BUDGET)  # fmt: skip
-        return self._what_if(candidates)
 
 
 def budget_verdicts(

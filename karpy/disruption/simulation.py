@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from karpy.base.gcpause import gc_paused
-from karpy.provisioning.inputs import build_round_input
+from karpy.provisioning.inputs import RoundInput, build_round_input
 from karpy.scheduling.reschedule import reschedulable_pods
 from karpy.scheduling.solver import Scheduler
 
@@ -49,8 +49,9 @@ class Simulation:
 
 class WhatIf:
     """What-if rounds on one snapshot: the round's inputs without any candidate are
-    built once (the costly part at thousands of nodes), and each call marks its
-    candidates deleted and adds their pods."""
+    built once, on the first call (the costly part at thousands of nodes; a pass that
+    finds only empty nodes never pays for it), and each call marks its candidates
+    deleted and adds their pods."""
 
     def __init__(
         self,
@@ -61,12 +62,20 @@ class WhatIf:
         settings: Settings,
         budget: float,
     ) -> None:
+        self.snapshot = snapshot
         self.compiled = compiled
+        self.nominated = nominated
         self.settings = settings
         self.budget = budget
-        with gc_paused():
-            self.base = build_round_input(snapshot, compiled.types_by_name, nominated=nominated)
+        self._base: RoundInput | None = None
         self.budgets = [b.budget for b in snapshot.budgets.values()]
+
+    @property
+    def base(self) -> RoundInput:
+        if self._base is None:
+            self._base = build_round_input(self.snapshot, self.compiled.types_by_name,
+                                           nominated=self.nominated)  # fmt: skip
+        return self._base
 
     def __call__(self, candidates: Sequence[Candidate]) -> Simulation:
         with gc_paused():
