@@ -36,6 +36,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "controller": ("karpy.operator", "run the autoscaler controller"),
     "simulate": ("karpy.simulate.cli", "show what karpy would provision for a cluster snapshot"),
     "explain": ("karpy.disruption.cli", "explain why a node is or is not being disrupted"),
+    "instance-types": (
+        "karpy.cloud.aws.instancetypes.cli",
+        "show the instance types karpy would consider, and their allocatable",
+    ),
     "sandbox": ("karpy.sandbox.cli", "run a local sandbox cluster to try karpy on"),
     "version": ("karpy.cli", "print karpy's version"),
 }
