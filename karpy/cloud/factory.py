@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from karpy.cloud.unavailable import UnavailableOfferings
     from karpy.kube.client import KubeClient
     from karpy.observability.controller_metrics import ControllerMetrics
+    from karpy.observability.metrics import Metrics
     from karpy.settings import Settings
     from karpy.state.cluster import ClusterState
 
@@ -26,6 +27,7 @@ def build_provider(
     unavailable: UnavailableOfferings,
     clock: Clock,
     controller_metrics: ControllerMetrics | None = None,
+    metrics: Metrics | None = None,
 ) -> CloudProvider:
     """The provider for ``settings``; `UsageError` (exit 2) when it cannot be built."""
     if settings.cloud_provider == "fake":
@@ -33,7 +35,11 @@ def build_provider(
 
         return fake.build(settings, client=client, state=state, unavailable=unavailable,
                           clock=clock, controller_metrics=controller_metrics)  # fmt: skip
-    raise UsageError(
-        'CLOUD_PROVIDER (--cloud-provider) = "aws": the AWS provider is not part of this '
-        "build yet; set CLOUD_PROVIDER=fake to run against a sandbox or KWOK cluster"
-    )
+    if settings.cloud_provider == "aws":
+        from karpy.cloud import aws  # noqa: PLC0415
+
+        return aws.build(settings, client=client, state=state, unavailable=unavailable,
+                         clock=clock, controller_metrics=controller_metrics,
+                         metrics=metrics)  # fmt: skip
+    raise UsageError(f"CLOUD_PROVIDER (--cloud-provider) = {settings.cloud_provider!r}: "
+                     'expected "aws" or "fake"')  # fmt: skip

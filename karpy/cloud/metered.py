@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from karpy.apis.nodepool import NodePool
     from karpy.base.component import Component
     from karpy.cloud.provider import CloudProvider, Instance, RepairPolicy
+    from karpy.kube.events import EventRecorder
     from karpy.observability.karpenter_metrics import KarpenterMetrics
     from karpy.scheduling.instancetypes import InstanceType
 
@@ -81,5 +82,5 @@ class MeteredCloudProvider:
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return self.inner.repair_policies()
 
-    def controllers(self) -> Sequence[Component]:
-        return self.inner.controllers()
+    def controllers(self, recorder: EventRecorder) -> Sequence[Component]:
+        return self.inner.controllers(recorder)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from karpy.apis.nodeclaim import NodeClaim
     from karpy.apis.nodepool import NodePool
     from karpy.base.component import Component
+    from karpy.kube.events import EventRecorder
     from karpy.scheduling.instancetypes import InstanceType
 
 __all__ = ["CloudProvider", "Instance", "RepairPolicy"]
@@ -46,7 +47,9 @@ class Instance:
 
     ``labels`` are the labels its node will carry that the cloud decides: the instance
     type's (instance type, arch, os, provider labels), the offering's (zone, capacity type,
-    reservation) and the values the launch resolved for the NodeClaim's requirements.
+    reservation) and the values the launch resolved for the NodeClaim's requirements;
+    ``annotations`` are what the launch records on the NodeClaim (the AWS provider's
+    NodeClass hash, against which drift is judged).
     Quantities are integer milli-units (`karpy.base.quantity`).
     """
 
@@ -57,6 +60,7 @@ class Instance:
     capacity_type: str = ""
     image_id: str = ""
     labels: Mapping[str, str] = attrs.field(factory=dict)
+    annotations: Mapping[str, str] = attrs.field(factory=dict)
     capacity: Mapping[str, int] = attrs.field(factory=dict)
     allocatable: Mapping[str, int] = attrs.field(factory=dict)
     created: datetime | None = None
@@ -121,7 +125,7 @@ class CloudProvider(Protocol):
         """Node conditions that mark a node unhealthy (node repair)."""
         ...
 
-    def controllers(self) -> Sequence[Component]:
+    def controllers(self, recorder: EventRecorder) -> Sequence[Component]:
         """The provider's own controllers (NodeClass status, refreshes, interruption), run
-        beside karpy's while this process leads."""
+        beside karpy's while this process leads; ``recorder`` publishes their Events."""
         ...

@@ -20,7 +20,7 @@ Failures, as Karpenter handles them:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from karpy.apis.labels import LABEL_HOSTNAME, LABEL_NODEPOOL
 from karpy.apis.resources import format_resource_list
@@ -63,7 +63,10 @@ async def launch(ctx: Lifecycle, claim: NodeClaim) -> NodeClaim | None:
     except CreateError as exc:
         await ctx.set_conditions(claim, (LAUNCHED, "Unknown", exc.reason, str(exc)))
         raise
-    claim = await ctx.patch_metadata(claim, {"labels": _labels(claim, instance)})
+    metadata: dict[str, Any] = {"labels": _labels(claim, instance)}
+    if instance.annotations:
+        metadata["annotations"] = {**instance.annotations, **claim.metadata.annotations}
+    claim = await ctx.patch_metadata(claim, metadata)
     claim = await ctx.set_conditions(
         claim,
         (LAUNCHED, "True", LAUNCHED, ""),

@@ -127,5 +127,5 @@ def build_controllers(
                        metrics=karpenter), workers=4, resync=60.0))  # fmt: skip
     components += termination_controllers(state, client, provider, recorder, metrics=metrics,
                                           clock=clock, workers=TERMINATION_WORKERS)  # fmt: skip
-    components += provider.controllers()
+    components += provider.controllers(recorder)
     return components

@@ -89,7 +89,8 @@ class Runtime:
         self.unavailable = UnavailableOfferings()
         provider = build_provider(settings, client=self.client, state=self.state,
                                   unavailable=self.unavailable, clock=SYSTEM_CLOCK,
-                                  controller_metrics=self.metrics.controllers)  # fmt: skip
+                                  controller_metrics=self.metrics.controllers,
+                                  metrics=self.metrics)  # fmt: skip
         self.provider = MeteredCloudProvider(provider, self.metrics.karpenter)
         # Events have their own token bucket, as client-go's broadcaster has its own client:
         # a burst of Events never delays a launch or a drain.
@@ -152,6 +153,9 @@ class Runtime:
         return False, "cluster state not synced: nodeclaims not paired with their nodes"
 
     async def close(self) -> None:
+        closer = getattr(self.provider.inner, "aclose", None)
+        if closer is not None:  # the AWS provider's HTTP clients
+            await closer()
         await self.transport.close()
         await self.election_transport.close()
 

@@ -28,9 +28,19 @@ def test_fake_builds_the_fake_provider_with_its_settings(tmp_path):
     assert not provider.faults.no_capacity(("c-4x-amd64-linux", "test-zone-a", "on-demand"))
 
 
-def test_aws_is_not_built_yet_and_says_how_to_run_instead():
-    with pytest.raises(UsageError, match="CLOUD_PROVIDER=fake"):
+def test_aws_without_a_region_is_a_usage_error_saying_what_to_set(monkeypatch):
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/karpy-test-config")
+    with pytest.raises(UsageError, match="AWS_REGION"):
         build(cloud_provider="aws")
+
+
+def test_aws_builds_the_aws_provider_for_the_region(monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    provider = build(cloud_provider="aws")
+    assert provider.name == "aws"
+    assert provider.clients.region == "eu-west-1"
 
 
 def test_a_bad_catalog_file_stops_the_build(tmp_path):

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from karpy.base.component import Component
     from karpy.cloud.unavailable import UnavailableOfferings
     from karpy.kube.client import KubeClient
+    from karpy.kube.events import EventRecorder
     from karpy.observability.controller_metrics import ControllerMetrics
     from karpy.scheduling.catalog import Catalog
     from karpy.scheduling.instancetypes import InstanceType, Offering
@@ -272,7 +273,7 @@ class FakeCloudProvider:
             RepairPolicy("Ready", "Unknown", self.repair_toleration),
         )
 
-    def controllers(self) -> Sequence[Component]:
+    def controllers(self, recorder: EventRecorder) -> Sequence[Component]:
         readiness = FakeNodeClassReadiness(self.state, self.client, clock=self.clock)
         controllers = [Controller(readiness, self.state, resync=NODECLASS_RESYNC,
                                   clock=self.clock, metrics=self.controller_metrics)]  # fmt: skip

@@ -77,5 +77,5 @@ class StubCloud:
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return ()
 
-    def controllers(self) -> Sequence[Component]:
+    def controllers(self, recorder: object = None) -> Sequence[Component]:
         return ()

@@ -11,8 +11,9 @@ DaemonSets in the same file. Settings (``VM_MEMORY_OVERHEAD_PERCENT``, ``RESERVE
 
 A class read from a file has no status, so its subnets and AMIs must be resolved here:
 `resolve_nodeclass_status` does only what the figures need (the zones of the subnets its
-selector terms match, via DescribeSubnets, and one AMI per architecture the AMI family
-serves). It is a seam: the EC2NodeClass controller's resolver can replace it.
+selector terms match, found as the EC2NodeClass controller finds them, and one AMI per
+architecture the AMI family serves: the arithmetic does not depend on which image, and
+resolving aliases would need the cluster's Kubernetes version).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from karpy.cloud.aws.instancetypes.explain import (
 )
 from karpy.cloud.aws.instancetypes.families import family
 from karpy.cloud.aws.instancetypes.provider import InstanceTypeProvider, shape_options
+from karpy.cloud.aws.nodeclass.subnets import find_subnets, subnet_statuses
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.errors import UsageError
 from karpy.log import configure_logging
@@ -254,21 +256,9 @@ async def resolve_nodeclass_status(
 
 
 async def _matching_subnets(ec2: Any, nodeclass: EC2NodeClass) -> list[Subnet]:
-    found: dict[str, Subnet] = {}
-    for term in nodeclass.spec.subnet_selector_terms:
-        tags: Mapping[str, str] = term.tags or {}
-        if "*" in tags:
-            return []  # every subnet: every zone
-        kwargs: dict[str, Any] = {}
-        if term.id:
-            kwargs["SubnetIds"] = [term.id]
-        filters = [{"Name": "tag-key", "Values": [k]} if v == "*"
-                   else {"Name": f"tag:{k}", "Values": [v]} for k, v in tags.items()]  # fmt: skip
-        if filters:
-            kwargs["Filters"] = filters
-        answer = await ec2.describe_subnets(**kwargs)
-        for subnet in answer.get("Subnets") or ():
-            found[subnet["SubnetId"]] = Subnet(
-                id=subnet["SubnetId"], zone=subnet["AvailabilityZone"],
-                zone_id=subnet.get("AvailabilityZoneId"))  # fmt: skip
-    return list(found.values())
+    """The subnets the class selects, as the EC2NodeClass controller resolves them; none
+    for a selector that matches every subnet (``tags: {"*": "*"}``: every zone)."""
+    terms = nodeclass.spec.subnet_selector_terms
+    if any("*" in (term.tags or {}) for term in terms):
+        return []
+    return list(subnet_statuses(await find_subnets(ec2, terms)))

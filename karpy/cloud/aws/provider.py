@@ -1,0 +1,261 @@
+"""`AWSCloudProvider`: karpy's `CloudProvider` on EC2.
+
+It ties the AWS parts together and owns none of their logic:
+
+* instance types come from `InstanceTypeProvider` (catalog, prices and offerings fetched
+  in the background, composed per EC2NodeClass from cache — never an AWS call in a
+  scheduling round);
+* launches, lookups and terminations go to `InstanceLauncher` (launch templates, user
+  data, CreateFleet, instances found by their tags so a restart never launches twice);
+* a NodeClaim may launch only from an EC2NodeClass whose ``Ready`` condition is True for
+  its current generation, as Karpenter insists; a missing or terminating class is
+  `NodeClassNotReady` (the NodeClaim is deleted and its pods scheduled again);
+* drift compares the NodeClaim with its class (`karpy.cloud.aws.drift`);
+* its controllers are the EC2NodeClass controller, the catalog refreshers with learned
+  allocatable, and, when ``INTERRUPTION_QUEUE`` is set, the SQS interruption reader.
+
+The cluster's endpoint, CA bundle and service CIDR, which user data needs, come from
+``CLUSTER_ENDPOINT``/``CLUSTER_CA_BUNDLE`` or else from EKS DescribeCluster, once, on the
+first launch (`karpy.cloud.aws.cluster`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import TYPE_CHECKING, Final
+
+import attrs
+from prometheus_client import CollectorRegistry
+
+from karpy.apis.hashes import EC2NODECLASS_HASH_VERSION
+from karpy.apis.labels import (
+    ANNOTATION_EC2NODECLASS_HASH,
+    ANNOTATION_EC2NODECLASS_HASH_VERSION,
+    ANNOTATION_INSTANCE_PROFILE,
+    AWS_WELL_KNOWN_LABELS,
+    LABEL_INSTANCE_TYPE,
+)
+from karpy.base.clock import SYSTEM_CLOCK
+from karpy.cloud.aws import drift
+from karpy.cloud.aws.cluster import discover_cluster
+from karpy.cloud.aws.instancetypes import InstanceTypeProvider, LearnedCapacity
+from karpy.cloud.aws.interruption import (
+    InstanceStatusController,
+    InterruptionController,
+    InterruptionMetrics,
+)
+from karpy.cloud.aws.launch import InstanceLauncher, parse_provider_id
+from karpy.cloud.aws.nodeclass import nodeclass_controllers
+from karpy.cloud.errors import NodeClaimNotFound, NodeClassNotReady
+from karpy.cloud.provider import Instance, RepairPolicy
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from karpy.apis.core import NodeClassReference
+    from karpy.apis.ec2nodeclass import EC2NodeClass
+    from karpy.apis.nodeclaim import NodeClaim
+    from karpy.apis.nodepool import NodePool
+    from karpy.base.clock import Clock
+    from karpy.base.component import Component
+    from karpy.cloud.aws.clients import AWSClients
+    from karpy.cloud.unavailable import UnavailableOfferings
+    from karpy.kube.client import KubeClient
+    from karpy.kube.events import EventRecorder
+    from karpy.observability.controller_metrics import ControllerMetrics
+    from karpy.observability.metrics import Metrics
+    from karpy.scheduling.instancetypes import InstanceType
+    from karpy.settings import Settings
+    from karpy.state.cluster import ClusterState
+
+__all__ = ["AWSCloudProvider"]
+
+# Karpenter's AWS repair policies: the kubelet's Ready condition, and the conditions the
+# EKS node monitoring agent reports.
+REPAIR_POLICIES: Final = (
+    RepairPolicy("Ready", "False", timedelta(minutes=30)),
+    RepairPolicy("Ready", "Unknown", timedelta(minutes=30)),
+    RepairPolicy("AcceleratedHardwareReady", "False", timedelta(minutes=10)),
+    RepairPolicy("StorageReady", "False", timedelta(minutes=30)),
+    RepairPolicy("NetworkingReady", "False", timedelta(minutes=30)),
+    RepairPolicy("KernelReady", "False", timedelta(minutes=30)),
+    RepairPolicy("ContainerRuntimeReady", "False", timedelta(minutes=30)),
+)
+
+
+class AWSCloudProvider:
+    name = "aws"
+
+    def __init__(
+        self,
+        settings: Settings,
+        clients: AWSClients,
+        *,
+        client: KubeClient,
+        state: ClusterState,
+        unavailable: UnavailableOfferings,
+        clock: Clock = SYSTEM_CLOCK,
+        controller_metrics: ControllerMetrics | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clients = clients
+        self.client = client
+        self.state = state
+        self.unavailable = unavailable
+        self.clock = clock
+        self.controller_metrics = controller_metrics
+        self.metrics = metrics
+        self.learned = LearnedCapacity(clock=clock)
+        self.instance_types = InstanceTypeProvider(
+            clients, settings, unavailable=unavailable, clock=clock, learned=self.learned
+        )
+        self._launcher: InstanceLauncher | None = None
+        self._launcher_lock = asyncio.Lock()
+
+    @property
+    def well_known_labels(self) -> frozenset[str]:
+        return AWS_WELL_KNOWN_LABELS
+
+    # -- NodeClasses -------------------------------------------------------------------
+
+    def _ready_nodeclass(self, ref: NodeClassReference) -> EC2NodeClass:
+        """The Ready EC2NodeClass ``ref`` names, else `NodeClassNotReady` saying why."""
+        nodeclass = self.state.snapshot().ec2nodeclasses.get(ref.name)
+        if ref.kind != "EC2NodeClass" or nodeclass is None:
+            raise NodeClassNotReady(f'{ref.kind} "{ref.name}" not found')
+        if nodeclass.metadata.deletion_timestamp is not None:
+            raise NodeClassNotReady(f'EC2NodeClass "{ref.name}" is terminating')
+        ready = nodeclass.status.condition("Ready")
+        if ready is None or ready.status != "True":
+            why = ready.message if ready is not None and ready.message else "not resolved yet"
+            raise NodeClassNotReady(f'EC2NodeClass "{ref.name}" is not ready: {why}')
+        if ready.observed_generation != nodeclass.metadata.generation:
+            raise NodeClassNotReady(f'EC2NodeClass "{ref.name}" status has not been '
+                                    "reconciled against its latest spec")  # fmt: skip
+        return nodeclass
+
+    # -- instance types ----------------------------------------------------------------
+
+    async def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:
+        nodeclass = self._ready_nodeclass(nodepool.spec.template.spec.node_class_ref)
+        await self.instance_types.ensure_ready()
+        return self.instance_types.list(nodeclass)
+
+    # -- launch and lookups ------------------------------------------------------------
+
+    async def launcher(self) -> InstanceLauncher:
+        if self._launcher is None:
+            async with self._launcher_lock:
+                if self._launcher is None:
+                    cluster = await discover_cluster(self.clients, self.settings)
+                    self._launcher = InstanceLauncher(
+                        self.clients, cluster, unavailable=self.unavailable, clock=self.clock
+                    )
+        return self._launcher
+
+    async def create(self, nodeclaim: NodeClaim) -> Instance:
+        nodeclass = self._ready_nodeclass(nodeclaim.spec.node_class_ref)
+        await self.instance_types.ensure_ready()
+        types = self.instance_types.list(nodeclass)
+        launcher = await self.launcher()
+        instance = await launcher.create(nodeclaim, nodeclass, types)
+        annotations = {
+            ANNOTATION_EC2NODECLASS_HASH: nodeclass.hash(self.settings.cluster_ca_bundle or None),
+            ANNOTATION_EC2NODECLASS_HASH_VERSION: EC2NODECLASS_HASH_VERSION,
+        }
+        if nodeclass.status.instance_profile:
+            annotations[ANNOTATION_INSTANCE_PROFILE] = nodeclass.status.instance_profile
+        return attrs.evolve(instance, annotations={**instance.annotations, **annotations})
+
+    async def delete(self, nodeclaim: NodeClaim) -> None:
+        instance_id = self._instance_id(nodeclaim.status.provider_id)
+        await (await self.launcher()).terminate(instance_id)
+
+    async def get(self, provider_id: str) -> Instance:
+        instance = await (await self.launcher()).get(self._instance_id(provider_id))
+        if instance.terminating:  # shutting down: gone, for the protocol's callers
+            raise NodeClaimNotFound(f"instance {provider_id} is terminating")
+        return instance
+
+    async def list(self) -> Sequence[Instance]:
+        return await (await self.launcher()).list()
+
+    @staticmethod
+    def _instance_id(provider_id: str) -> str:
+        try:
+            return parse_provider_id(provider_id)[1]
+        except ValueError:
+            raise NodeClaimNotFound(f"{provider_id!r} is not an AWS provider ID") from None
+
+    # -- drift, repair, controllers ----------------------------------------------------
+
+    async def is_drifted(self, nodeclaim: NodeClaim) -> str:
+        ref = nodeclaim.spec.node_class_ref
+        nodeclass = self.state.snapshot().ec2nodeclasses.get(ref.name)
+        if nodeclass is None or not nodeclaim.status.provider_id:
+            return ""
+        type_name = nodeclaim.metadata.labels.get(LABEL_INSTANCE_TYPE, "")
+        instance_type = next(
+            (it for it in self.instance_types.list(nodeclass) if it.name == type_name), None
+        ) if self.instance_types.ready else None  # fmt: skip
+        try:
+            instance_id = self._instance_id(nodeclaim.status.provider_id)
+        except NodeClaimNotFound:
+            return ""
+        facts = await drift.instance_facts(await self.clients.ec2(), instance_id)
+        return drift.drift_reason(nodeclaim, nodeclass, instance_type, facts)
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        return REPAIR_POLICIES
+
+    def controllers(self, recorder: EventRecorder) -> Sequence[Component]:
+        """The EC2NodeClass controller, the catalog refreshers (with learned allocatable),
+        EC2 status checks, and the SQS reader when ``INTERRUPTION_QUEUE`` is set."""
+        components: list[Component] = list(
+            nodeclass_controllers(
+                self.clients,
+                self.settings,
+                state=self.state,
+                client=self.client,
+                clock=self.clock,
+                recorder=recorder,
+                metrics=self.controller_metrics,
+            )
+        )
+        components += self.instance_types.controllers(
+            self.state, clock=self.clock, metrics=self.controller_metrics
+        )
+        registry = self.metrics.registry if self.metrics is not None else CollectorRegistry()
+        interruption_metrics = InterruptionMetrics(registry)
+        karpenter = self.metrics.karpenter if self.metrics is not None else None
+        components.append(
+            InstanceStatusController(
+                self.clients,
+                state=self.state,
+                client=self.client,
+                recorder=recorder,
+                metrics=interruption_metrics,
+                clock=self.clock,
+                karpenter_metrics=karpenter,
+            )
+        )
+        if self.settings.interruption_queue:
+            components.append(
+                InterruptionController(
+                    self.clients,
+                    self.settings.interruption_queue,
+                    state=self.state,
+                    client=self.client,
+                    unavailable=self.unavailable,
+                    recorder=recorder,
+                    metrics=interruption_metrics,
+                    clock=self.clock,
+                    karpenter_metrics=karpenter,
+                )
+            )
+        return components
+
+    async def aclose(self) -> None:
+        await self.clients.aclose()
