@@ -29,7 +29,7 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Final
 
 import attrs
 import yaml
@@ -38,6 +38,8 @@ from karpy.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    PriceOf = Callable[[str, str, str], float | None]
 
     from karpy.sandbox.apiserver.client import StoreClient
     from karpy.sandbox.cluster import SandboxCluster
@@ -53,6 +55,9 @@ POLL_SECONDS = 0.25
 DEPLOYMENT = "inflate"
 
 
+DEMO_CONSOLIDATE_AFTER: Final = "10s"
+
+
 @attrs.frozen(slots=True)
 class DemoOptions:
     replicas: int = 10
@@ -62,6 +67,17 @@ class DemoOptions:
     keep: bool = False
     controller_log: str = ""  # a path, "-" for the terminal, "" for no log at all
     log_format: str = "json"
+
+
+def demo_object(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj``, with a NodePool's ``consolidateAfter`` shortened so the demo shows
+    consolidation within seconds rather than minutes."""
+    if obj.get("kind") != "NodePool":
+        return obj
+    spec = dict(obj.get("spec") or {})
+    spec["disruption"] = {**(spec.get("disruption") or {}),
+                          "consolidateAfter": DEMO_CONSOLIDATE_AFTER}  # fmt: skip
+    return {**obj, "spec": spec}
 
 
 def example_objects(paths: tuple[Path, ...] = EXAMPLES) -> list[dict[str, Any]]:
@@ -234,7 +250,25 @@ def settled(store: StoreClient, replicas: int) -> str:
     return ""
 
 
-def summary(store: StoreClient) -> list[str]:
+def consolidated(store: StoreClient, replicas: int) -> str:
+    """ "" once ``replicas`` pods run and every karpy node runs one of them (the emptied
+    capacity is gone); else what is still there."""
+    missing = settled(store, replicas)
+    if missing:
+        return missing
+    used = {p["spec"].get("nodeName") for p in store.list("pods", "default")}
+    for claim in store.list("nodeclaims.karpenter.sh"):
+        name = claim["metadata"]["name"]
+        if claim["metadata"].get("deletionTimestamp"):
+            return f"nodeclaim {name} is terminating"
+        if (claim.get("status") or {}).get("nodeName") not in used:
+            return f"nodeclaim {name} runs none of the pods"
+    return ""
+
+
+def summary(store: StoreClient, price_of: PriceOf | None = None) -> list[str]:
+    """One line per NodeClaim (type, zone, capacity type, price when known, pods)."""
+    price_of = price_of or _price
     lines = []
     total = 0.0
     for claim in sorted(store.list("nodeclaims.karpenter.sh"), key=lambda c: c["metadata"]["name"]):
@@ -245,10 +279,11 @@ def summary(store: StoreClient) -> list[str]:
         node = (claim.get("status") or {}).get("nodeName", "")
         pods = sum(1 for p in store.list("pods", "default")
                    if p["spec"].get("nodeName") == node and node)  # fmt: skip
-        price = _price(itype, zone, capacity) or 0.0
-        total += price
+        price = price_of(itype, zone, capacity)
+        total += price or 0.0
+        cost = f"${price:.4f}/h" if price is not None else "price n/a"
         lines.append(f"  {claim['metadata']['name']:<16} {itype:<20} {zone:<12} {capacity:<10} "
-                     f"${price:.4f}/h  {pods} pods")  # fmt: skip
+                     f"{cost}  {pods} pods")  # fmt: skip
     count = len(lines)
     lines.append(f"  {count} node{'s' if count != 1 else ''}, ${total:.4f}/h")
     return lines
@@ -263,6 +298,10 @@ class Steps:
     controller: asyncio.subprocess.Process
     stop: asyncio.Event
     options: DemoOptions
+    price_of: PriceOf = _price
+
+    def summary(self) -> list[str]:
+        return summary(self.store, self.price_of)
 
     async def until(self, what: str, check: Callable[[], str]) -> str:
         """Wait until ``check`` returns ""; else the reason the demo failed."""
@@ -291,7 +330,7 @@ class Steps:
         if failure:
             return failure
         narrator.say(f"all {options.replicas} pods are running on karpy's nodes:")
-        for line in summary(store):
+        for line in self.summary():
             narrator.out(line)
         if options.scale_up > options.replicas:
             store.patch("apps/v1/deployments", DEPLOYMENT,
@@ -302,7 +341,7 @@ class Steps:
             if failure:
                 return failure
             narrator.say(f"all {options.scale_up} pods are running on karpy's nodes:")
-            for line in summary(store):
+            for line in self.summary():
                 narrator.out(line)
         store.patch("apps/v1/deployments", DEPLOYMENT, {"spec": {"replicas": options.scale_to}},
                     "default")  # fmt: skip
@@ -310,9 +349,13 @@ class Steps:
         failure = await self.until("scaling down", lambda: settled(store, options.scale_to))
         if failure:
             return failure
-        narrator.say(f"{options.scale_to} pods running; the emptied capacity stays until "
-                     "disruption (consolidation) is part of karpy:")  # fmt: skip
-        for line in summary(store):
+        narrator.say(f"{options.scale_to} pods running; karpy consolidates the emptied "
+                     f"capacity once underused for {DEMO_CONSOLIDATE_AFTER}")  # fmt: skip
+        failure = await self.until("consolidating", lambda: consolidated(store, options.scale_to))
+        if failure:
+            return failure
+        narrator.say("consolidated:")
+        for line in self.summary():
             narrator.out(line)
         return ""
 
@@ -349,8 +392,11 @@ async def run_demo(
 ) -> int:
     store = cluster.store
     for obj in example_objects():
-        store.create(f"{obj['apiVersion']}/{obj['kind']}", obj)
-    out("applied the example EC2NodeClass and NodePool (deploy/examples)")
+        store.create(f"{obj['apiVersion']}/{obj['kind']}", demo_object(obj))
+    out(
+        "applied the example EC2NodeClass and NodePool (deploy/examples; consolidateAfter "
+        f"shortened to {DEMO_CONSOLIDATE_AFTER} for the demo)"
+    )
     log_path = Path(options.controller_log) if options.controller_log not in ("", "-") else None
     with log_path.open("ab") if log_path else contextlib.nullcontext() as log:
         controller = await start_controller(kubeconfig, options, log)

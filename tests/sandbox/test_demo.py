@@ -13,7 +13,7 @@ import pytest
 pytestmark = [pytest.mark.slow]
 
 
-def sandbox_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def sandbox_run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "karpy", "sandbox", "run", *args],
         capture_output=True, text=True, timeout=timeout, check=False,
@@ -37,6 +37,9 @@ def test_the_demo_scales_up_twice_and_down_and_leaves_nothing_behind():
                  "nodes", "scaled inflate down to 1 pods", "1 pods running"):  # fmt: skip
         assert line in out, out
     assert re.search(r"^  \d+ nodes?, \$\d+\.\d{4}/h$", out, re.MULTILINE), out
+    # The emptied capacity is consolidated away: one pod left, one node left.
+    consolidated = out[out.index("consolidated:") :]
+    assert re.search(r"^  1 node, \$\d+\.\d{4}/h$", consolidated, re.MULTILINE), out
     assert not workdir_of(out).exists(), "the temporary kubeconfig and log are removed"
 
 
@@ -58,3 +61,15 @@ def test_impossible_step_sizes_are_one_line_usage_errors(args):
     result = sandbox_run(*args, timeout=30)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "need replicas >= 1" in result.stderr
+
+
+def test_the_aws_demo_launches_ec2_instances_and_consolidates_them():
+    result = sandbox_run("--cloud", "aws", "--replicas", "3", "--scale-up", "8", "--scale-to", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert re.search(r"^AWS_ENDPOINT_URL=http://127\.0\.0\.1:\d+$", out, re.MULTILINE), out
+    assert re.search(r"nodeclaim default-\w+ launched: [cmr]\d\w*\.\w+ in us-west-2[abc] "
+                     r"\((spot|on-demand)", out), out  # fmt: skip
+    consolidated = out[out.index("consolidated:") :]
+    assert re.search(r"^  1 node, \$\d+\.\d{4}/h$", consolidated, re.MULTILINE), out
+    assert "price n/a" not in out, out
