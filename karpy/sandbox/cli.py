@@ -14,6 +14,13 @@ Sub-commands (each a function pair below, registered in `SUBCOMMANDS`):
   kube-scheduler, kube-controller-manager and the kubelets (`karpy.sandbox.cluster`);
   prints ``kubeconfig: PATH`` once serving and runs until SIGINT/SIGTERM. It never
   starts karpy: run ``karpy controller`` against the kubeconfig.
+
+``--cloud aws`` (on ``run`` and ``cluster``) adds an AWS account (`karpy.sandbox.aws`):
+moto on loopback in the same process, seeded as the account of EKS cluster
+``--cluster-name``, and a kubelet stand-in that turns its running instances into Nodes.
+``cluster`` then also prints ``AWS_ENDPOINT_URL=http://127.0.0.1:PORT`` (and the Pricing
+stub's ``AWS_ENDPOINT_URL_PRICING=``, ``AWS_REGION=``, ``CLUSTER_NAME=``) after the
+kubeconfig line; ``run`` starts karpy with ``CLOUD_PROVIDER=aws`` against it.
 """
 
 from __future__ import annotations
@@ -180,7 +187,20 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--controller-log-format", choices=("json", "console"), default="json",
         help="log format of the demo's controller (default json)",
     )  # fmt: skip
+    _add_cloud_arguments(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request (debug)")
+
+
+def _add_cloud_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cloud", choices=("fake", "aws"), default="fake",
+        help="fake: instances are Nodes (KWOK-style); aws: a moto-backed AWS account with an "
+        "EC2 kubelet stand-in (default fake)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cluster-name", default="sandbox",
+        help="with --cloud aws: the EKS cluster the account is seeded for (default sandbox)",
+    )  # fmt: skip
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -215,6 +235,7 @@ async def _run_demo(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    cleanup: list[Callable[[], Awaitable[None]]] = []
     try:
         try:
             await cluster.start()
@@ -222,13 +243,27 @@ async def _run_demo(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror}") from None
         kubeconfig = cluster.write_kubeconfig(workdir / "kubeconfig")
         print(f"sandbox cluster at {cluster.url}; kubeconfig: {kubeconfig}", flush=True)
+        if args.cloud == "aws":
+            from karpy.sandbox.aws.cloud import SandboxAWS  # noqa: PLC0415
+            from karpy.sandbox.aws.demo import run_aws_demo  # noqa: PLC0415
+
+            aws = await SandboxAWS(cluster, cluster_name=args.cluster_name).start()
+            cleanup.append(aws.stop)
+            for line in aws.banner():
+                print(line, flush=True)
         print(f"  try: kubectl --kubeconfig {kubeconfig} get nodeclaims,nodes,pods", flush=True)
-        status = await demo.run_demo(cluster, kubeconfig, stop, options,
-                                     out=lambda line: print(line, flush=True))  # fmt: skip
+        if args.cloud == "aws":
+            status = await run_aws_demo(cluster, aws, kubeconfig, stop, options,
+                                        out=lambda line: print(line, flush=True))  # fmt: skip
+        else:
+            status = await demo.run_demo(cluster, kubeconfig, stop, options,
+                                         out=lambda line: print(line, flush=True))  # fmt: skip
         if status != 0 and args.controller_log is None:
             demo.show_log_tail(Path(log))
         return status
     finally:
+        for step in reversed(cleanup):
+            await step()
         await cluster.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -268,6 +303,7 @@ def _add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="cap on how long a graceful pod deletion takes (default: its grace period)",
     )
+    _add_cloud_arguments(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request (debug)")
 
 
@@ -299,14 +335,23 @@ async def _serve_cluster(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    aws = None
     try:
+        if args.cloud == "aws":
+            from karpy.sandbox.aws.cloud import SandboxAWS  # noqa: PLC0415
+
+            aws = await SandboxAWS(cluster, cluster_name=args.cluster_name).start()
         kubeconfig = args.kubeconfig or (
             Path(tempfile.mkdtemp(prefix="karpy-sandbox-")) / "kubeconfig"
         )
         cluster.write_kubeconfig(kubeconfig)
         print(f"kubeconfig: {kubeconfig}", flush=True)
+        for line in aws.banner() if aws is not None else ():
+            print(line, flush=True)
         await stop.wait()
     finally:
+        if aws is not None:
+            await aws.stop()
         await cluster.stop()
     return 0
 

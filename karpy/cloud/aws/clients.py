@@ -17,7 +17,7 @@ import os
 from typing import TYPE_CHECKING, Any, Final
 
 from aiobotocore.config import AioConfig
-from aiobotocore.session import get_session
+from aiobotocore.session import AioSession, get_session
 
 from karpy.errors import UsageError
 
@@ -59,7 +59,8 @@ class AWSClients:
     ``endpoint_url`` overrides the endpoint of every service (tests pass a moto server's
     URL); None leaves it to botocore (``AWS_ENDPOINT_URL``). ``endpoints`` overrides it per
     service (``{"pricing": url}``: moto has no Pricing API, the tests serve a stub).
-    ``credentials`` (access key, secret key) override the chain, for tests.
+    ``credentials`` (access key, secret key) override the chain, for tests. ``session``
+    shares one botocore session (its loaded service models) between several of these.
     """
 
     def __init__(
@@ -70,6 +71,7 @@ class AWSClients:
         endpoints: Mapping[str, str] | None = None,
         credentials: tuple[str, str] | None = None,
         max_attempts: int = MAX_ATTEMPTS,
+        session: AioSession | None = None,
     ) -> None:
         self.region = region
         self.endpoint_url = endpoint_url
@@ -79,7 +81,7 @@ class AWSClients:
             retries={"mode": "standard", "max_attempts": max_attempts},
             max_pool_connections=MAX_POOL_CONNECTIONS,
         )
-        self._session = get_session()
+        self._session = session or get_session()
         self._stack = contextlib.AsyncExitStack()
         self._clients: dict[tuple[str, str], Any] = {}
         self._lock = asyncio.Lock()

@@ -1,0 +1,72 @@
+"""Shared moto fixtures for the AWS provider's tests (built on `karpy.sandbox.aws`).
+
+- ``moto_server`` (session): a `MotoServer` on 127.0.0.1 — ``.url`` (moto), ``.pricing_url``
+  (Pricing API stub), ``.faults``, ``.prices`` (the `PriceTable` behind spot prices,
+  CreateFleet choices and the stub).
+- ``aws_account`` (function): moto reset, then seeded as EKS cluster "test-cluster" in
+  us-west-2; an `Account` (``.region``, ``.cluster_name``, ``.vpc_id``, ``.subnets`` zone ->
+  id for us-west-2a/b/c, ``.security_group_id``, ``.role_name``, ``.amis`` family -> {arch ->
+  id}, ``.previous_amis``, ``.ami_versions``, ``.k8s_version`` "1.31", ``.cluster_endpoint``...).
+- ``aws_clients`` (function): an `AWSClients` for us-west-2 on moto (pricing on the stub),
+  credentials ("testing", "testing"), closed after the test.
+- ``ec2_faults`` (function): the server's `EC2Faults` (``.ice([(type, zone, capacity type)])``,
+  ``.throttle(action, n)``, ``.clear()``), cleared before and after the test.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+from aiobotocore.session import get_session
+
+from karpy.cloud.aws.clients import AWSClients
+from karpy.sandbox.aws.seed import Account, seed_account
+from karpy.sandbox.aws.server import MotoServer
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+
+    from karpy.sandbox.aws.faults import EC2Faults
+
+REGION = "us-west-2"
+CLUSTER_NAME = "test-cluster"
+CREDENTIALS = ("testing", "testing")
+# One botocore session for every test's clients: a new session loads each service model
+# again (~0.15 s per client), a shared one keeps them. Sessions are not bound to an event
+# loop; the clients made from it are, and each test makes its own.
+SHARED_SESSION = get_session()
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoServer]:
+    server = MotoServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def aws_clients(moto_server: MotoServer) -> AsyncIterator[AWSClients]:
+    clients = AWSClients(
+        REGION,
+        endpoint_url=moto_server.url,
+        endpoints={"pricing": moto_server.pricing_url},
+        credentials=CREDENTIALS,
+        session=SHARED_SESSION,
+    )
+    yield clients
+    await clients.aclose()
+
+
+@pytest.fixture
+def ec2_faults(moto_server: MotoServer) -> Iterator[EC2Faults]:
+    moto_server.faults.clear()
+    yield moto_server.faults
+    moto_server.faults.clear()
+
+
+@pytest.fixture
+async def aws_account(moto_server: MotoServer, aws_clients: AWSClients) -> Account:
+    moto_server.reset()
+    moto_server.faults.clear()
+    return await seed_account(aws_clients, CLUSTER_NAME)
