@@ -116,6 +116,19 @@ def test_no_kubernetes_configuration_exits_2_with_one_line(tmp_path):
     )
 
 
+def test_the_aws_provider_without_a_region_exits_2_with_one_line(emulator):
+    # The region is checked before a connection is opened: nothing else is printed.
+    env = controller_env(CLUSTER_NAME="demo", KUBECONFIG=str(emulator.kubeconfig),
+                         HOME="/nonexistent", AWS_CONFIG_FILE="/nonexistent/config")  # fmt: skip
+    result = run_controller(env)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "karpy controller: AWS_REGION is not set: the AWS provider needs the cluster's region "
+        "(set AWS_REGION, or CLOUD_PROVIDER=fake for a sandbox)\n"
+    )
+    assert result.stdout == ""
+
+
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
     with apiserver_process(tmp_path_factory.mktemp("emulator")) as server:

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 from karpy.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from karpy.base.clock import Clock
     from karpy.cloud.provider import CloudProvider
     from karpy.cloud.unavailable import UnavailableOfferings
@@ -16,7 +18,20 @@ if TYPE_CHECKING:
     from karpy.settings import Settings
     from karpy.state.cluster import ClusterState
 
-__all__ = ["build_provider"]
+__all__ = ["build_provider", "check_provider"]
+
+
+def check_provider(settings: Settings, env: Mapping[str, str]) -> None:
+    """`UsageError` (exit 2) for what would stop ``build_provider``, checked before the
+    process opens any connection: the AWS region, the fake cloud's catalog file."""
+    if settings.cloud_provider == "aws":
+        from karpy.cloud.aws.clients import region_from_env  # noqa: PLC0415
+
+        region_from_env(env)
+    elif settings.cloud_provider == "fake" and settings.fake_instance_types:
+        from karpy.cloud.fake.catalog import load_catalog  # noqa: PLC0415
+
+        load_catalog(settings.fake_instance_types)
 
 
 def build_provider(

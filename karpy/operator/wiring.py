@@ -24,7 +24,7 @@ import attrs
 
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.base.component import After
-from karpy.cloud.factory import build_provider
+from karpy.cloud.factory import build_provider, check_provider
 from karpy.cloud.metered import MeteredCloudProvider
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.kube.backoff import TokenBucket
@@ -136,6 +136,7 @@ class Runtime:
     @classmethod
     async def create(cls, settings: Settings, *, env: Mapping[str, str],
                      timings: RuntimeTimings = RuntimeTimings()) -> Runtime:  # fmt: skip
+        check_provider(settings, env)  # before any connection is opened
         configuration = await load_configuration(settings.kubeconfig, env)
         return cls(settings, configuration, env=env, timings=timings)
 

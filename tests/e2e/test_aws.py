@@ -243,3 +243,30 @@ def test_a_changed_nodeclass_drifts_its_nodes_which_are_replaced(tmp_path):
                 assert tag(instance, "team") == "web"
         finally:
             karpy.kill()
+
+
+def test_spot_out_of_capacity_falls_back_to_on_demand(tmp_path):
+    with aws_sandbox(tmp_path) as sandbox:
+        api = sandbox.api
+        api.request("POST", "/sandbox/v1/aws/faults", {"ice": [["*", "*", "spot"]]})
+        api.create("ec2nodeclasses", NODECLASS)
+        requirements = [
+            {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["c5", "m5"]},
+            {"key": "karpenter.sh/capacity-type", "operator": "In",
+             "values": ["spot", "on-demand"]},
+        ]  # fmt: skip
+        template = {**NODEPOOL["spec"]["template"]["spec"], "requirements": requirements}
+        pool = {**NODEPOOL, "spec": {**NODEPOOL["spec"], "template": {"spec": template}}}
+        api.create("nodepools", pool)
+        karpy = sandbox.controller()
+        try:
+            api.create("deployments", deployment("web", 10, cpu="1", memory="1Gi"))
+            eventually(lambda: settled(sandbox, 10), timeout=180, interval=1.0)
+            claims = api.list("nodeclaims")
+            assert {c["metadata"]["labels"]["karpenter.sh/capacity-type"] for c in claims} == {
+                "on-demand"
+            }
+            reasons = {e.get("reason") for e in api.list("events")}
+            assert "InsufficientCapacityError" in reasons, reasons
+        finally:
+            karpy.kill()
