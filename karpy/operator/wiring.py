@@ -136,8 +136,8 @@ class Runtime:
     @classmethod
     async def create(cls, settings: Settings, *, env: Mapping[str, str],
                      timings: RuntimeTimings = RuntimeTimings()) -> Runtime:  # fmt: skip
-        check_provider(settings, env)  # before any connection is opened
         configuration = await load_configuration(settings.kubeconfig, env)
+        check_provider(settings, env)  # before any connection is opened
         return cls(settings, configuration, env=env, timings=timings)
 
     def add_writer(self, writer: Component) -> None:

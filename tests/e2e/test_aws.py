@@ -183,7 +183,7 @@ def test_200_pending_pods_run_on_ec2_instances_launched_through_the_aws_provider
             karpy.kill()
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1])
 def test_kill_9_during_launches_leaks_no_instance_and_launches_none_twice(tmp_path, seed):
     rng = random.Random(seed)
     with aws_sandbox(tmp_path) as sandbox:

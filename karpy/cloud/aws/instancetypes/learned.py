@@ -113,6 +113,6 @@ class LearnedCapacityController:
         if claim is None or not claim.status.image_id or not instance_type or not memory:
             return DONE
         if self.learned.record(instance_type, claim.status.image_id, memory // MILLI):
-            log.debug("learned node memory capacity", instance_type=instance_type,
-                      image_id=claim.status.image_id, memory=memory // MILLI)  # fmt: skip
+            log.debug("learned node memory capacity", instanceType=instance_type,
+                      imageID=claim.status.image_id, memory=memory // MILLI)  # fmt: skip
         return DONE

@@ -141,7 +141,7 @@ class PricingProvider:
         if merged != self._on_demand:
             self._on_demand = merged
             self.version += 1
-            log.debug("updated on-demand prices", instance_types=len(prices))
+            log.debug("updated on-demand prices", instanceTypes=len(prices))
 
     async def _refresh_spot(self) -> None:
         ec2 = await self.clients.ec2()
@@ -161,7 +161,7 @@ class PricingProvider:
             self._spot = spot
             self._spot_loaded = True
             self.version += 1
-            log.debug("updated spot prices", instance_types=len(spot), offerings=len(latest))
+            log.debug("updated spot prices", instanceTypes=len(spot), offerings=len(latest))
 
 
 def keep_latest(latest: dict[tuple[str, str], tuple[datetime, float]], row: Any) -> None:

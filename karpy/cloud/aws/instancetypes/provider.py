@@ -166,7 +166,7 @@ class InstanceTypeProvider:
             if not catalog.same_as(self._catalog):
                 self._catalog = catalog
                 self._catalog_version += 1
-                log.info("discovered instance types", instance_types=len(catalog.types),
+                log.info("discovered instance types", instanceTypes=len(catalog.types),
                          zones=sorted(catalog.zones))  # fmt: skip
             self.catalog_refreshes += 1
 

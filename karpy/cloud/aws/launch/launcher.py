@@ -68,7 +68,7 @@ from karpy.cloud.aws.launch.templates import (
 from karpy.cloud.aws.launch.userdata import BootstrapOptions, render_user_data
 from karpy.cloud.errors import CreateError, InsufficientCapacity, NodeClassNotReady
 from karpy.cloud.provider import Instance
-from karpy.log import get_logger
+from karpy.log import get_logger, obj_ref
 from karpy.scheduling.requirements import Requirement, Requirements
 
 if TYPE_CHECKING:
@@ -227,8 +227,9 @@ class InstanceLauncher:
                     raise CreateError(str(missing), missing.reason) from None
         it = by_name[launch.instance_type]
         offering = self._offering(it, launch.zone, capacity_type, groups)
-        log.info("launched nodeclaim", nodeclaim=nodeclaim.name, instance=launch.instance_id,
-                 instance_type=it.name, zone=launch.zone, capacity_type=capacity_type)  # fmt: skip
+        log.info("launched instance", **obj_ref("NodeClaim", nodeclaim.name),
+                 instance=launch.instance_id, instanceType=it.name, zone=launch.zone,
+                 capacityType=capacity_type)  # fmt: skip
         return self._launched(
             nodeclaim, nodeclass, launch, it, capacity_type=capacity_type, offering=offering
         )

@@ -180,7 +180,7 @@ class LaunchTemplates:
                     LaunchTemplateData=dict(data),
                     TagSpecifications=[{"ResourceType": "launch-template", "Tags": ec2_tags(tags)}],
                 )
-                log.debug("created launch template", launch_template=name,
+                log.debug("created launch template", launchTemplate=name,
                           id=created["LaunchTemplate"]["LaunchTemplateId"])  # fmt: skip
             except ClientError as exc:
                 if _code(exc) != _ALREADY_EXISTS:
@@ -217,5 +217,5 @@ async def delete_launch_templates(clients: AWSClients, *, cluster_name: str, nod
                 raise
             continue
         deleted += 1
-        log.debug("deleted launch template", launch_template=name, nodeclass=nodeclass)
+        log.debug("deleted launch template", launchTemplate=name, nodeclass=nodeclass)
     return deleted
