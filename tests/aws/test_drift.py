@@ -9,7 +9,8 @@ import pytest
 
 from karpy.apis.ec2nodeclass import EC2NodeClass
 from karpy.apis.nodeclaim import NodeClaim
-from karpy.cloud.aws.drift import InstanceFacts, ami_for, drift_reason, facts_of
+from karpy.cloud.aws.amis import ami_for
+from karpy.cloud.aws.drift import InstanceFacts, drift_reason, facts_of
 from karpy.scheduling.instancetypes import Offering, new_instance_type
 from karpy.scheduling.requirements import Requirement
 from tests.apis.builders import ec2nodeclass, nodeclaim
@@ -79,9 +80,9 @@ def test_hashes_are_compared_only_under_the_same_version(ours, theirs):
 
 def test_amis_map_to_types_by_their_requirements_first_match_wins():
     amis = nodeclass().status.amis
-    assert ami_for(instance_type("amd64"), amis).id == "ami-amd"  # type: ignore[union-attr]
-    assert ami_for(instance_type("arm64"), amis).id == "ami-arm"  # type: ignore[union-attr]
-    assert ami_for(instance_type("amd64", gpus=1), amis).id == "ami-gpu"  # type: ignore[union-attr]
+    assert ami_for(instance_type("amd64").requirements, amis).id == "ami-amd"  # type: ignore[union-attr]
+    assert ami_for(instance_type("arm64").requirements, amis).id == "ami-arm"  # type: ignore[union-attr]
+    assert ami_for(instance_type("amd64", gpus=1).requirements, amis).id == "ami-gpu"  # type: ignore[union-attr]
 
 
 def test_an_image_the_class_no_longer_resolves_for_the_type_is_ami_drift():

@@ -23,17 +23,16 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from karpy.apis.labels import ANNOTATION_EC2NODECLASS_HASH, ANNOTATION_EC2NODECLASS_HASH_VERSION
-from karpy.scheduling.requirements import Requirement, Requirements
+from karpy.cloud.aws.amis import ami_for
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Mapping
 
     from karpy.apis.ec2nodeclass import EC2NodeClass
-    from karpy.apis.ec2nodeclass_status import AMI
     from karpy.apis.nodeclaim import NodeClaim
     from karpy.scheduling.instancetypes import InstanceType
 
-__all__ = ["InstanceFacts", "ami_for", "drift_reason", "instance_facts"]
+__all__ = ["InstanceFacts", "drift_reason", "facts_of", "instance_facts"]
 
 NODECLASS_DRIFT: Final = "NodeClassDrift"
 AMI_DRIFT: Final = "AMIDrift"
@@ -49,19 +48,6 @@ class InstanceFacts:
     subnet_id: str
     security_group_ids: frozenset[str]
     reservation_id: str = ""
-
-
-def ami_requirements(ami: AMI) -> Requirements:
-    return Requirements(Requirement.new(r.key, r.operator, r.values) for r in ami.requirements)
-
-
-def ami_for(instance_type: InstanceType, amis: Sequence[AMI]) -> AMI | None:
-    """The AMI a node of ``instance_type`` launches with: the first of ``amis`` (the status
-    lists them best first) whose requirements the type satisfies."""
-    for ami in amis:
-        if instance_type.requirements.is_compatible(ami_requirements(ami)):
-            return ami
-    return None
 
 
 def _static_drift(claim: NodeClaim, nodeclass: EC2NodeClass) -> bool:
@@ -88,7 +74,7 @@ def drift_reason(
         return NODECLASS_DRIFT
     status = nodeclass.status
     if instance_type is not None and status.amis and claim.status.image_id:
-        ami = ami_for(instance_type, status.amis)
+        ami = ami_for(instance_type.requirements, status.amis)
         if ami is None or ami.id != claim.status.image_id:
             return AMI_DRIFT
     if facts is None:

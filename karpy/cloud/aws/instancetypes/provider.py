@@ -44,6 +44,7 @@ from karpy.apis.labels import (
     LABEL_AWS_ZONE_ID,
 )
 from karpy.base.clock import SYSTEM_CLOCK
+from karpy.cloud.aws.amis import ami_requirements
 from karpy.cloud.aws.instancetypes.attributes import type_requirements
 from karpy.cloud.aws.instancetypes.capacity import Shape, ShapeOptions, compute_shape, quantities
 from karpy.cloud.aws.instancetypes.catalog import Catalog, fetch_catalog
@@ -258,9 +259,7 @@ class InstanceTypeProvider:
         if cached is not None:
             return cached
         options = shape_options(nodeclass, self.settings)
-        amis = [(ami.id, Requirements(Requirement.new(r.key, r.operator, r.values)
-                                      for r in ami.requirements))
-                for ami in nodeclass.status.amis]  # fmt: skip
+        amis = [(ami.id, ami_requirements(ami)) for ami in nodeclass.status.amis]
         out: list[TypeShape] = []
         for name in sorted(catalog.types):
             record = catalog.types[name]

@@ -49,6 +49,7 @@ from karpy.apis.labels import (
     label_domain,
 )
 from karpy.base.clock import SYSTEM_CLOCK
+from karpy.cloud.aws.amis import ami_for
 from karpy.cloud.aws.launch import fleet, instances
 from karpy.cloud.aws.launch.kubelet import KubeletValues, kubelet_config, kubelet_values
 from karpy.cloud.aws.launch.providerid import provider_id
@@ -129,15 +130,6 @@ def registration_taints(nodeclaim: NodeClaim) -> tuple[Taint, ...]:
     if not any(t.key == _UNREGISTERED.key and t.effect == _UNREGISTERED.effect for t in taints):
         taints = (*taints, _UNREGISTERED)
     return tuple(Taint(key=t.key, effect=t.effect, value=t.value) for t in taints)
-
-
-def ami_for(it: InstanceType, nodeclass: EC2NodeClass) -> str | None:
-    """The first AMI of ``status.amis`` whose requirements ``it`` meets."""
-    for ami in nodeclass.status.amis:
-        reqs = Requirements(Requirement.new(r.key, r.operator, r.values) for r in ami.requirements)
-        if it.requirements.compatible(reqs) is None:
-            return ami.id
-    return None
 
 
 def _check_ready(nodeclass: EC2NodeClass) -> None:
@@ -239,7 +231,8 @@ class InstanceLauncher:
     ) -> dict[GroupKey, list[Candidate]]:
         groups: dict[GroupKey, list[Candidate]] = {}
         for candidate in candidates:
-            ami = ami_for(candidate.instance_type, nodeclass)
+            found = ami_for(candidate.instance_type.requirements, nodeclass.status.amis)
+            ami = found.id if found is not None else None
             if ami is None:
                 continue
             values = self.kubelet_for(candidate.instance_type, nodeclass)
