@@ -10,7 +10,7 @@ import pytest
 from karpy.apis.ec2nodeclass import EC2NodeClass
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.cloud.aws.amis import ami_for
-from karpy.cloud.aws.drift import InstanceFacts, drift_reason, facts_of
+from karpy.cloud.aws.drift import InstanceFacts, drift_reason, facts_of, instance_facts
 from karpy.scheduling.instancetypes import Offering, new_instance_type
 from karpy.scheduling.requirements import Requirement
 from tests.apis.builders import ec2nodeclass, nodeclaim
@@ -124,3 +124,16 @@ def test_facts_come_from_a_describe_instances_entry():
     described = {"SubnetId": "subnet-a", "SecurityGroups": [{"GroupId": "sg-1"}],
                  "CapacityReservationId": "cr-9"}  # fmt: skip
     assert facts_of(described) == InstanceFacts("subnet-a", frozenset({"sg-1"}), "cr-9")
+
+
+async def test_instance_facts_come_from_ec2_and_a_gone_instance_has_none(aws_account, aws_clients):
+    ec2 = await aws_clients.ec2()
+    subnet = aws_account.subnets["us-west-2a"]
+    launched = await ec2.run_instances(
+        ImageId=aws_account.amis["al2023"]["x86_64"], InstanceType="m5.large", MinCount=1,
+        MaxCount=1, SubnetId=subnet, SecurityGroupIds=[aws_account.security_group_id],
+    )  # fmt: skip
+    instance_id = launched["Instances"][0]["InstanceId"]
+    facts = await instance_facts(ec2, instance_id)
+    assert facts == InstanceFacts(subnet, frozenset({aws_account.security_group_id}))
+    assert await instance_facts(ec2, "i-0123456789abcdef0") is None

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
+from botocore.exceptions import ClientError
 
 from karpy.apis.labels import ANNOTATION_EC2NODECLASS_HASH, ANNOTATION_EC2NODECLASS_HASH_VERSION
 from karpy.cloud.aws.amis import ami_for
@@ -104,9 +105,8 @@ async def instance_facts(ec2: Any, instance_id: str) -> InstanceFacts | None:
     """The instance's facts, or None when EC2 no longer knows it."""
     try:
         answer = await ec2.describe_instances(InstanceIds=[instance_id])
-    except Exception as exc:
-        code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
-        if code == "InvalidInstanceID.NotFound":
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "InvalidInstanceID.NotFound":
             return None
         raise
     for reservation in answer.get("Reservations", ()):
