@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from karpy.cloud.aws.clients import AWSClients
+from karpy.sandbox.apiserver.discovery import KUBERNETES_VERSION
 from karpy.sandbox.apiserver.errors import APIError
 from karpy.sandbox.aws.nodecapacity import node_resources
 from karpy.sandbox.aws.userdata import parse_user_data
@@ -54,7 +55,10 @@ LT_ID_TAG: Final = "aws:ec2launchtemplate:id"
 LT_VERSION_TAG: Final = "aws:ec2launchtemplate:version"
 EXEMPT_HEADER: Final = "x-karpy-sandbox-component"
 DEFAULT_VOLUME_GIB: Final = 20
-KUBELET_VERSION: Final = "v1.31.2-eks-7f9249a"
+# The emulator's Kubernetes version, as the EKS AMIs the account is seeded with run it.
+KUBELET_VERSION: Final = (
+    f"v{KUBERNETES_VERSION['major']}.{KUBERNETES_VERSION['minor']}.2-eks-7f9249a"
+)
 
 
 def provider_id(instance: dict[str, Any]) -> str:
