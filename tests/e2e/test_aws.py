@@ -8,8 +8,6 @@ through its own API, as an operator would.
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,10 +16,9 @@ from typing import Any
 
 import boto3
 import pytest
-import yaml
 
-from tests.e2e.cluster import Api, Obj, condition, deployment, eventually
-from tests.e2e.processes import ControllerProcess, clean_env
+from tests.e2e.cluster import Obj, SandboxProcess, condition, deployment, eventually
+from tests.e2e.processes import ControllerProcess
 
 pytestmark = [pytest.mark.slow]
 
@@ -59,24 +56,13 @@ NODEPOOL: Obj = {
 }  # fmt: skip
 
 
-class AwsSandbox:
+class AwsSandbox(SandboxProcess):
     """``karpy sandbox cluster --cloud aws`` as a subprocess; ``env`` holds the
     ``KEY=VALUE`` lines it prints after its kubeconfig line."""
 
     def __init__(self, tmp_path: Path) -> None:
-        self.kubeconfig = tmp_path / "kubeconfig"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "karpy", "sandbox", "cluster", "--cloud", "aws",
-             "--cluster-name", CLUSTER, "--kubeconfig", str(self.kubeconfig),
-             "--node-ready-delay", "0.2", "--pod-start-delay", "0.2",
-             "--max-pod-grace-seconds", "1"],
-            env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
+        super().__init__(tmp_path, "--cloud", "aws", "--cluster-name", CLUSTER)
         assert self.process.stdout is not None
-        first = self.process.stdout.readline().strip()
-        if first != f"kubeconfig: {self.kubeconfig}":
-            self.stop()
-            raise RuntimeError(f"sandbox cluster did not start: {first!r}")
         self.env: dict[str, str] = {}
         while "CLUSTER_NAME" not in self.env:
             line = self.process.stdout.readline().strip()
@@ -85,8 +71,6 @@ class AwsSandbox:
                 raise RuntimeError(f"sandbox printed no AWS settings (got {self.env})")
             key, _, value = line.partition("=")
             self.env[key] = value
-        config = yaml.safe_load(self.kubeconfig.read_text())
-        self.api = Api(config["clusters"][0]["cluster"]["server"])
         self.ec2 = boto3.client(
             "ec2", endpoint_url=self.env["AWS_ENDPOINT_URL"], region_name=self.env["AWS_REGION"],
             aws_access_key_id="testing", aws_secret_access_key="testing",
@@ -109,13 +93,11 @@ class AwsSandbox:
         ])  # fmt: skip
         return [i for r in answer["Reservations"] for i in r["Instances"]]
 
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+    def wait_for_nodeclass(self, name: str = "default") -> None:
+        """Until the EC2NodeClass is Ready (resolved against the seeded account)."""
+        eventually(lambda: "" if condition(self.api.get("ec2nodeclasses", name) or {},
+                                           "Ready") == "True" else f"{name} not ready",
+                   timeout=60)  # fmt: skip
 
 
 @contextmanager
@@ -164,9 +146,7 @@ def test_200_pending_pods_run_on_ec2_instances_launched_through_the_aws_provider
         api.create("nodepools", NODEPOOL)
         karpy = sandbox.controller()
         try:
-            eventually(lambda: "" if condition(api.get("ec2nodeclasses", "default") or {},
-                                               "Ready") == "True" else "nodeclass not ready",
-                       timeout=60)  # fmt: skip
+            sandbox.wait_for_nodeclass()
             api.create("deployments", deployment("web", 200, cpu="500m", memory="512Mi"))
             eventually(lambda: settled(sandbox, 200), timeout=240, interval=1.0)
             claims = api.list("nodeclaims")
@@ -192,9 +172,7 @@ def test_kill_9_during_launches_leaks_no_instance_and_launches_none_twice(tmp_pa
         api.create("nodepools", NODEPOOL)
         karpy = sandbox.controller()
         try:
-            eventually(lambda: "" if condition(api.get("ec2nodeclasses", "default") or {},
-                                               "Ready") == "True" else "nodeclass not ready",
-                       timeout=60)  # fmt: skip
+            sandbox.wait_for_nodeclass()
             api.create("deployments", deployment("web", 120, cpu="500m", memory="512Mi"))
             api.create("deployments", deployment("big", 6, cpu="7", memory="20Gi"))
             for _ in range(2):
