@@ -11,14 +11,16 @@ distinct, as they are for the CRD's rules.
 from __future__ import annotations
 
 # ruff: noqa: RUF009 - `wire(...)` declares attrs fields, as attrs.field does.
+import ipaddress
 import re
 from collections.abc import Mapping  # noqa: TC003 - annotations are resolved at runtime
 from typing import Any, ClassVar
 
 import attrs
 
-from karpy.apis import labels
+from karpy.apis import labels, openapi
 from karpy.apis.core import InvalidObject, ObjectMeta
+from karpy.apis.ec2nodeclass_instance import KUBELET
 from karpy.apis.ec2nodeclass_schema import EC2NODECLASS, EC2NODECLASS_SCHEMA
 from karpy.apis.ec2nodeclass_status import EC2NodeClassStatus
 from karpy.apis.fielderrors import FieldError
@@ -279,7 +281,31 @@ class EC2NodeClass(KindModel):
         return ec2nodeclass_hash(self, ca_bundle)
 
     def validate_runtime(self) -> list[FieldError]:
-        """The node class controller's tag check (tags Karpenter owns are refused)."""
+        """The node class controller's checks: the kubelet values (`kubelet_errors`),
+        then tags (tags Karpenter owns are refused)."""
+        return self.kubelet_errors() + self._tag_errors()
+
+    def kubelet_errors(self) -> list[FieldError]:
+        """``spec.kubelet`` against the CRD's bounds for it, whichever CRD admitted the
+        object: keys, quantity, percentage and duration patterns, and cluster DNS entries
+        that parse as IP addresses. These values end up in user data (shell flags, TOML,
+        YAML), so a class written before the patterns existed must not launch nodes."""
+        kubelet = self.spec.kubelet
+        if kubelet is None:
+            return []
+        path = "spec.kubelet"
+        errors = [
+            e for e in openapi.validate(KUBELET, kubelet.to_dict(), path) if e.path != "<nil>"
+        ]
+        for index, address in enumerate(kubelet.cluster_dns):
+            try:
+                ipaddress.ip_address(address)
+            except ValueError:
+                at = f"{path}.clusterDNS[{index}]"
+                errors.append(FieldError.invalid(at, address, f"{at} must be an IP address"))
+        return errors
+
+    def _tag_errors(self) -> list[FieldError]:
         restricted = [
             key
             for key in self.spec.tags

@@ -11,13 +11,17 @@ from karpy.apis.openapi import Rule, Schema, array, boolean, integer, obj, strin
 
 __all__ = [
     "BLOCK_DEVICE_MAPPINGS",
+    "CLUSTER_DNS_IP",
     "CONNECTION_TRACKING",
+    "EVICTION_GRACE_PERIOD",
     "EVICTION_SIGNALS",
+    "EVICTION_THRESHOLD",
     "KUBELET",
     "METADATA_OPTIONS",
     "METADATA_OPTIONS_DEFAULT",
     "NETWORK_INTERFACES",
     "PLACEMENT_GROUP",
+    "QUANTITY_STRING",
     "RESERVED_RESOURCES",
 ]
 
@@ -30,14 +34,21 @@ EVICTION_SIGNALS = (
     "pid.available",
 )
 RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
-_QUANTITY_STRING = (
+QUANTITY_STRING = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
     r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
-_EVICTION_THRESHOLD = (
+EVICTION_THRESHOLD = (
     r"^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%||(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
     r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?)$"
 )
+# Not in Karpenter's CRD, whose grace periods (metav1.Duration) are any string there and
+# fail only when Karpenter decodes them: karpy's own, so that no text that is not an
+# unsigned Go duration (``90s``, ``1m30s``, ``1.5m``) reaches a node's kubelet flags.
+EVICTION_GRACE_PERIOD = r"^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$"
+# Also karpy's own (Karpenter's clusterDNS items are plain strings): the characters of
+# an IPv4 or IPv6 address; the model checks that it parses as one (`kubelet_errors`).
+CLUSTER_DNS_IP = r"^([0-9]{1,3}(\.[0-9]{1,3}){3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*)$"
 
 
 def _key_rule(field: str, keys: tuple[str, ...], cel_list: str) -> Rule:
@@ -61,7 +72,7 @@ def _eviction_map(field: str, description: str, *, pattern: str | None) -> Schem
 def _reserved_map(field: str, description: str) -> Schema:
     cel_list = " || ".join(f"x=='{r}'" for r in RESERVED_RESOURCES)
     return string_map(
-        string(pattern=_QUANTITY_STRING),
+        string(pattern=QUANTITY_STRING),
         description,
         rules=(
             _key_rule(field, RESERVED_RESOURCES, cel_list),
@@ -91,12 +102,14 @@ def _image_gc_ok(kubelet: dict[str, Any]) -> bool:
 KUBELET = obj(
     "Kubelet settings for the nodes (a subset of KubeletConfiguration).",
     {
-        "clusterDNS": array(string(), "IP addresses of the cluster DNS servers."),
+        "clusterDNS": array(
+            string(pattern=CLUSTER_DNS_IP), "IP addresses of the cluster DNS servers."
+        ),
         "cpuCFSQuota": boolean("Whether CPU limits are enforced with CFS quota."),
         "evictionHard": _eviction_map(
             "evictionHard",
             "Hard eviction thresholds per signal (a quantity or a percentage).",
-            pattern=_EVICTION_THRESHOLD,
+            pattern=EVICTION_THRESHOLD,
         ),
         "evictionMaxPodGracePeriod": integer(
             "The longest grace period (seconds) given to pods evicted by a soft threshold.",
@@ -105,12 +118,12 @@ KUBELET = obj(
         "evictionSoft": _eviction_map(
             "evictionSoft",
             "Soft eviction thresholds per signal; each needs a grace period.",
-            pattern=_EVICTION_THRESHOLD,
+            pattern=EVICTION_THRESHOLD,
         ),
         "evictionSoftGracePeriod": _eviction_map(
             "evictionSoftGracePeriod",
-            "How long each soft threshold must be exceeded before evicting.",
-            pattern=None,
+            "How long each soft threshold must be exceeded before evicting (a Go duration).",
+            pattern=EVICTION_GRACE_PERIOD,
         ),
         "imageGCHighThresholdPercent": integer(
             "Disk usage (percent) above which image garbage collection always runs.",

@@ -157,12 +157,23 @@ class AWSCloudProvider:
 
     async def create(self, nodeclaim: NodeClaim) -> Instance:
         nodeclass = self._ready_nodeclass(nodeclaim.spec.node_class_ref)
+        # Checked and hashed before any AWS call: a class whose kubelet values were
+        # admitted by an older CRD (Ready from before) must not reach user data.
+        problems = nodeclass.kubelet_errors()
+        if problems:
+            raise NodeClassNotReady(
+                f'EC2NodeClass "{nodeclass.name}" is invalid: {problems[0].detail}'
+            )
+        try:
+            nodeclass_hash = nodeclass.hash(self.settings.cluster_ca_bundle or None)
+        except ValueError as exc:
+            raise NodeClassNotReady(f'EC2NodeClass "{nodeclass.name}" is invalid: {exc}') from None
         await self.instance_types.ensure_ready()
         types = self.instance_types.list(nodeclass)
         launcher = await self.launcher()
         instance = await launcher.create(nodeclaim, nodeclass, types)
         annotations = {
-            ANNOTATION_EC2NODECLASS_HASH: nodeclass.hash(self.settings.cluster_ca_bundle or None),
+            ANNOTATION_EC2NODECLASS_HASH: nodeclass_hash,
             ANNOTATION_EC2NODECLASS_HASH_VERSION: EC2NODECLASS_HASH_VERSION,
         }
         if nodeclass.status.instance_profile:

@@ -256,7 +256,9 @@ class NodeClassResolver:
     ) -> Outcome:
         problems = nodeclass.validate_runtime()
         if problems:
-            return Outcome.false(VALIDATION_SUCCEEDED, "TagValidationFailed", problems[0].detail)
+            kubelet = problems[0].path.startswith("spec.kubelet")
+            reason = "KubeletValidationFailed" if kubelet else "TagValidationFailed"
+            return Outcome.false(VALIDATION_SUCCEEDED, reason, problems[0].detail)
         statuses = {o.type: o.status for o in outcomes}
         for type_, _ in errors:  # a failed step keeps the verdict it had
             previous = nodeclass.status.condition(type_)
