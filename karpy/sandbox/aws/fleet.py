@@ -26,17 +26,27 @@ what is left.
 A target capacity above one is launched entirely from the chosen override (EC2 might
 spread it); karpy asks for one instance per fleet, as Karpenter does.
 
+``ClientToken`` is honoured as EC2 does (moto ignores it): a request repeating the token
+and the parameters of an earlier one answers that request's result again and launches
+nothing; the same token with other parameters is ``IdempotentParameterMismatch``. The
+tokens live on moto's EC2 backend, so a reset forgets them. (botocore fills a random token
+into every call that names none, so callers that do not choose one are unaffected.)
+
 moto's backends are process-global, so the patch is too; `install` may be called again
 (with another injector or table) and the latest call wins.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
+import json
+import threading
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 from moto.core.responses import ActionResult
+from moto.ec2.exceptions import EC2ClientError
 from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS, INSTANCE_TYPES
 from moto.ec2.responses.fleets import Fleets
 from moto.ec2.utils import random_fleet_id
@@ -56,7 +66,12 @@ NO_PRIORITY: Final = float("inf")
 LT_ID_TAG: Final = "aws:ec2launchtemplate:id"
 LT_VERSION_TAG: Final = "aws:ec2launchtemplate:version"
 
+TOKENS_ATTRIBUTE: Final = "_karpy_fleet_client_tokens"
+
 _original_create_fleet: Final[Callable[[Fleets], ActionResult]] = Fleets.create_fleet
+# One CreateFleet with a client token at a time, so two concurrent requests with the same
+# token cannot both launch.
+_token_lock: Final = threading.Lock()
 
 
 @attrs.frozen(slots=True)
@@ -159,7 +174,42 @@ def _unavailable(candidate: Candidate, region: str, lifecycle: str,
     return None
 
 
+class IdempotentParameterMismatch(EC2ClientError):
+    code = "IdempotentParameterMismatch"
+
+
+def _idempotent(response: Fleets, launch: Callable[[], ActionResult]) -> ActionResult:
+    """``launch()``'s answer, or the answer of the earlier request with this ``ClientToken``
+    (module docstring)."""
+    token = response._get_param("ClientToken")
+    if not token:
+        return launch()
+    fingerprint = json.dumps(
+        {k: v for k, v in response.params.items() if k != "ClientToken"},
+        sort_keys=True,
+        default=str,
+    )
+    backend = response.ec2_backend
+    with _token_lock:
+        tokens: dict[str, tuple[str, Any]] = backend.__dict__.setdefault(TOKENS_ATTRIBUTE, {})
+        earlier = tokens.get(str(token))
+        if earlier is not None:
+            if earlier[0] != fingerprint:
+                raise IdempotentParameterMismatch(
+                    "IdempotentParameterMismatch",
+                    f"The client token {token} was used earlier with different parameters.",
+                )
+            return ActionResult(copy.deepcopy(earlier[1]))
+        result = launch()
+        tokens[str(token)] = (fingerprint, copy.deepcopy(result.result))
+        return result
+
+
 def _create_fleet(response: Fleets, faults: EC2Faults, prices: PriceTable) -> ActionResult:
+    return _idempotent(response, lambda: _launch_fleet(response, faults, prices))
+
+
+def _launch_fleet(response: Fleets, faults: EC2Faults, prices: PriceTable) -> ActionResult:
     if response._get_param("Type", if_none="maintain") != "instant":
         return _original_create_fleet(response)
     configs: list[dict[str, Any]] = response._get_param("LaunchTemplateConfigs", [])
