@@ -2,55 +2,94 @@
 
 Two kinds of leftovers, looked for every two minutes (Karpenter's period):
 
-* **An instance without a NodeClaim.** Launches are tagged with their NodeClaim's name, so
-  an instance whose NodeClaim (by that name, or by provider ID) no longer exists is an
-  orphan: a NodeClaim deleted while its launch was in flight, or removed by hand without
-  its finalizer. It is terminated once it is older than ``grace`` (30 s), which leaves a
-  launch time to record its provider ID.
+* **An instance no NodeClaim claims.** Launches are tagged with their NodeClaim's name, so
+  an instance that no NodeClaim names (by that tag or by provider ID) is an *orphan*: a
+  NodeClaim deleted while its launch was in flight, or removed by hand without its
+  finalizer. An instance whose NodeClaim exists but records a different provider ID is a
+  *duplicate*: a launch retried after its response was lost left two. Either is
+  terminated, never the instance a NodeClaim records.
 * **A registered NodeClaim without an instance.** If the cloud no longer lists the
   instance and the Node is not Ready, the NodeClaim is deleted (``garbage_collected``)
   so its pods are scheduled elsewhere. NodeClaims that never registered are liveness's
   business.
+
+Terminating is the one thing here that cannot be undone, so an instance is terminated only
+when three independent looks agree (`karpy.lifecycle.claimed` says why each):
+
+1. karpy's state (the informers' copy) finds no NodeClaim for it and it is older than
+   ``grace`` (30 s, time for a launch to record its provider ID). This only picks suspects;
+2. a fresh LIST of NodeClaims from the API server, read tolerantly, agrees (a LIST that
+   fails terminates nothing that pass);
+3. it was already a confirmed suspect, for the same reason, at least ``confirm_after``
+   (60 s) earlier. The first time each suspect was confirmed is kept in memory, per
+   instance, by the injected clock; entries for instances that are claimed again, gone or
+   terminating are forgotten each pass, and at most ``MAX_SUSPECTS`` are kept.
+
+A restart forgets the suspects, which only delays a termination by one more pass.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+import attrs
+
 from karpy.apis.core import NodeClassReference, ObjectMeta
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
 from karpy.apis.nodeclaim import NodeClaim, NodeClaimSpec, NodeClaimStatus
 from karpy.cloud.errors import NodeClaimNotFound
-from karpy.kube.errors import NotFound
+from karpy.kube.errors import KubeError, NotFound
 from karpy.kube.resources import NODECLAIMS
+from karpy.lifecycle.claimed import ClaimedInstances, UnreadableList, Verdict, list_claimed
 from karpy.lifecycle.conditions import REGISTERED, is_true
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
+    from datetime import datetime
 
     from karpy.cloud.provider import Instance
     from karpy.lifecycle.context import Lifecycle
     from karpy.state.cluster import StateChange
     from karpy.state.snapshot import StateSnapshot
 
-__all__ = ["GarbageCollection"]
+__all__ = ["GarbageCollection", "Suspect"]
 
 log = get_logger("nodeclaim.garbagecollection")
 
 KEY: Final = "sweep"
 PERIOD: Final = 120.0  # seconds; the resync period its controller is given
 DEFAULT_GRACE: Final = 30.0
+DEFAULT_CONFIRM_AFTER: Final = 60.0
+MAX_SUSPECTS: Final = 10_000
+
+
+@attrs.frozen(slots=True)
+class Suspect:
+    """An instance confirmed unclaimed (``reason``), first at ``since``."""
+
+    reason: Verdict
+    since: datetime
 
 
 class GarbageCollection:
     name = "nodeclaim.garbagecollection"
     watches: frozenset[str] = frozenset()
 
-    def __init__(self, ctx: Lifecycle, *, grace: float = DEFAULT_GRACE) -> None:
+    def __init__(
+        self,
+        ctx: Lifecycle,
+        *,
+        grace: float = DEFAULT_GRACE,
+        confirm_after: float = DEFAULT_CONFIRM_AFTER,
+        max_suspects: int = MAX_SUSPECTS,
+    ) -> None:
         self.ctx = ctx
         self.grace = grace
+        self.confirm_after = confirm_after
+        self.max_suspects = max_suspects
+        self.suspects: dict[str, Suspect] = {}  # by provider ID
         self.terminated = 0
         self.deleted = 0
 
@@ -63,32 +102,60 @@ class GarbageCollection:
     async def reconcile(self, key: str) -> Result:
         instances = await self.ctx.provider.list()
         snapshot = self.ctx.state.snapshot()
-        for instance in instances:
-            if not instance.terminating and self._orphaned(instance, snapshot):
-                await self._terminate(instance)
-        live = {i.provider_id for i in instances if not i.terminating}
+        live = [i for i in instances if not i.terminating]
+        await self._collect_instances(live, ClaimedInstances.of_snapshot(snapshot))
+        listed = {i.provider_id for i in live}
         for claim in list(snapshot.nodeclaims.values()):
             if (
                 claim.metadata.deletion_timestamp is None
                 and is_true(claim, REGISTERED)
-                and claim.status.provider_id not in live
+                and claim.status.provider_id not in listed
             ):
                 node = snapshot.node_by_provider(claim.status.provider_id)
                 if node is None or not node.ready:
                     await self._delete(claim)
         return DONE
 
-    def _orphaned(self, instance: Instance, snapshot: StateSnapshot) -> bool:
-        if snapshot.claim_by_provider_id.get(instance.provider_id) is not None:
-            return False
-        if instance.nodeclaim and instance.nodeclaim in snapshot.nodeclaims:
-            return False
+    # -- instances no NodeClaim claims -------------------------------------------------
+
+    async def _collect_instances(self, live: Sequence[Instance], known: ClaimedInstances) -> None:
+        suspected = [(i, v) for i in live if self._old_enough(i) and (v := known.verdict(i))]
+        if not suspected:
+            self.suspects.clear()
+            return
+        try:
+            fresh = await list_claimed(self.ctx.client)
+        except (KubeError, UnreadableList) as exc:
+            log.warning("skipped instance garbage collection: nodeclaims not listed",
+                        suspects=len(suspected), error=str(exc))  # fmt: skip
+            return
+        now = self.ctx.clock.now()
+        confirmed: dict[str, tuple[Instance, Verdict]] = {}
+        for instance, _ in suspected:
+            verdict = fresh.verdict(instance)
+            if verdict is not None:
+                confirmed[instance.provider_id] = (instance, verdict)
+        self.suspects = {pid: s for pid, s in self.suspects.items()
+                         if pid in confirmed and confirmed[pid][1] == s.reason}  # fmt: skip
+        for provider_id, (instance, verdict) in confirmed.items():
+            suspect = self.suspects.get(provider_id)
+            if suspect is None:
+                if len(self.suspects) < self.max_suspects:
+                    self.suspects[provider_id] = Suspect(verdict, now)
+                    log.info("suspected instance", reason=verdict, providerID=provider_id,
+                             nodeclaim=instance.nodeclaim or None)  # fmt: skip
+                continue
+            if (now - suspect.since).total_seconds() >= self.confirm_after:
+                await self._terminate(instance, suspect)
+                del self.suspects[provider_id]
+
+    def _old_enough(self, instance: Instance) -> bool:
         created = instance.created
         if created is None:
             return False
         return (self.ctx.clock.now() - created).total_seconds() > self.grace
 
-    async def _terminate(self, instance: Instance) -> None:
+    async def _terminate(self, instance: Instance, suspect: Suspect) -> None:
         stand_in = NodeClaim(
             metadata=ObjectMeta(name=instance.nodeclaim or instance.provider_id),
             spec=NodeClaimSpec(requirements=(), node_class_ref=NodeClassReference("", "", "")),
@@ -99,8 +166,13 @@ class GarbageCollection:
         except NodeClaimNotFound:
             return
         self.terminated += 1
-        log.info("terminated instance without a nodeclaim", providerID=instance.provider_id,
-                 nodeclaim=instance.nodeclaim or None)  # fmt: skip
+        log.info("terminated instance", reason=suspect.reason, providerID=instance.provider_id,
+                 nodeclaim=instance.nodeclaim or None,
+                 firstSeen=suspect.since.isoformat())  # fmt: skip
+        if self.ctx.metrics is not None:
+            self.ctx.metrics.garbagecollection_terminated.labels(suspect.reason).inc()
+
+    # -- NodeClaims whose instance is gone ---------------------------------------------
 
     async def _delete(self, claim: NodeClaim) -> None:
         try:

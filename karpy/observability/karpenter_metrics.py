@@ -259,3 +259,10 @@ class KarpenterMetrics:
             ["reason", "why"],
             registry=r,
         )
+        self.garbagecollection_terminated = Counter(
+            "karpy_garbagecollection_terminated_total",
+            "Instances garbage collection terminated, by reason (orphan: no NodeClaim names "
+            "it; duplicate: its NodeClaim records another instance).",
+            ["reason"],
+            registry=r,
+        )

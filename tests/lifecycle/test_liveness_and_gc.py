@@ -108,6 +108,9 @@ async def test_an_instance_without_a_nodeclaim_is_terminated_after_the_grace(api
         assert gc.terminated == 0, "too young: its launch may still be recording it"
         await clock.advance(31)
         await gc.reconcile("gc")
+        assert gc.terminated == 0, "orphaned once: confirmed on a pass a minute later"
+        await clock.advance(60)
+        await gc.reconcile("gc")
         assert gc.terminated == 1
         assert await world.client.try_get(NODES, "default-leaked") is None
 

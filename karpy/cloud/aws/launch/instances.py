@@ -6,6 +6,13 @@ launched. ``terminated`` instances count as gone; ``shutting-down`` ones are sti
 marked terminating, so garbage collection and termination can tell "going" from "gone".
 EC2's ``InvalidInstanceID.NotFound`` becomes `NodeClaimNotFound`.
 
+Only karpy's own instances are ever listed or terminated: `list_instances` asks EC2 for
+the ownership tags (`karpy.cloud.aws.launch.tags.owned_instance_filters`) and checks them
+again on what comes back, and `terminate_instance` reads the instance's tags first and
+refuses one that lacks them (as `NodeClaimNotFound`, with a warning: to karpy, such a
+NodeClaim has no instance), whoever asks: termination, or garbage collection's stand-in
+NodeClaim for an orphan.
+
 `instance_record` turns one DescribeInstances entry into the provider-neutral
 `karpy.cloud.provider.Instance`: provider ID, NodeClaim (from its tag), type, zone,
 capacity type (``spot`` from the instance lifecycle, ``reserved`` when it runs in a
@@ -31,15 +38,15 @@ from karpy.apis.labels import (
 )
 from karpy.cloud.aws.launch.providerid import provider_id
 from karpy.cloud.aws.launch.tags import (
-    TAG_EKS_CLUSTER_NAME,
     TAG_NODECLAIM,
-    TAG_NODECLASS,
     TAG_NODEPOOL,
-    tag_filters,
+    is_owned_instance,
+    owned_instance_filters,
     tags_of,
 )
 from karpy.cloud.errors import NodeClaimNotFound
 from karpy.cloud.provider import Instance
+from karpy.log import get_logger
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -55,6 +62,8 @@ __all__ = [
     "list_instances",
     "terminate_instance",
 ]
+
+log = get_logger("aws.instances")
 
 # Every state but ``terminated``: what Get and List consider to exist.
 LIVE_STATES: Final = ("pending", "running", "stopping", "stopped", "shutting-down")
@@ -142,16 +151,23 @@ async def get_instance(clients: AWSClients, instance_id: str) -> Instance:
 
 
 async def list_instances(clients: AWSClients, cluster_name: str) -> list[Instance]:
-    """Every instance karpy launched for the cluster that is not terminated."""
-    filters = tag_filters({TAG_EKS_CLUSTER_NAME: cluster_name}, keys=(TAG_NODEPOOL, TAG_NODECLASS))
+    """Every instance karpy launched for the cluster that is not terminated (carrying all
+    the ownership tags, see the module docstring)."""
+    filters = owned_instance_filters(cluster_name)
     raw = await describe(clients, Filters=[*filters, _state_filter()], MaxResults=PAGE_SIZE)
-    return [instance_record(r) for r in raw]
+    return [
+        instance_record(r) for r in raw if is_owned_instance(tags_of(r.get("Tags")), cluster_name)
+    ]
 
 
-async def terminate_instance(clients: AWSClients, instance_id: str) -> None:
+async def terminate_instance(clients: AWSClients, instance_id: str, *, cluster_name: str) -> None:
     """Begin terminating the instance (nothing to do when it is already shutting down);
-    `NodeClaimNotFound` when it is gone."""
+    `NodeClaimNotFound` when it is gone or is not karpy's for ``cluster_name``."""
     raw = await _describe_one(clients, instance_id)
+    if not is_owned_instance(tags_of(raw.get("Tags")), cluster_name):
+        log.warning("refused to terminate instance: not karpy's", instance=instance_id,
+                    cluster=cluster_name)  # fmt: skip
+        raise NodeClaimNotFound(f"instance {instance_id} is not karpy's for {cluster_name}")
     if (raw.get("State") or {}).get("Name") == "shutting-down":
         return
     ec2 = await clients.ec2()

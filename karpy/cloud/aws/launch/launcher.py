@@ -413,7 +413,9 @@ class InstanceLauncher:
 
     async def terminate(self, instance_id: str) -> None:
         """Begin terminating the instance; `NodeClaimNotFound` when it is already gone."""
-        await instances.terminate_instance(self.clients, instance_id)
+        await instances.terminate_instance(
+            self.clients, instance_id, cluster_name=self.cluster.name
+        )
         log.info("terminating instance", instance=instance_id)
 
 

@@ -9,6 +9,13 @@ finds the instance by this tag instead of launching another). The node class's o
 ``spec.tags`` come first so the keys Karpenter owns always win (the node class controller
 also refuses classes that set them).
 
+The same tags are karpy's proof of ownership: `owned_instance_filters` (what `list` and
+garbage collection see) and `is_owned_instance` (checked again before any termination)
+require the cluster tag with ``owned``, ``eks:eks-cluster-name`` with the cluster's name
+and the NodePool, EC2NodeClass and NodeClaim tag keys, all of which every launch writes.
+An instance of another cluster, of another karpy, or made by hand with only some of the
+tags copied is never listed nor terminated.
+
 Launch templates are shared by every NodeClaim of a node class with the same settings, so
 they carry the class-level tags only, never the NodeClaim's.
 """
@@ -34,7 +41,9 @@ __all__ = [
     "cluster_tag_key",
     "ec2_tags",
     "instance_tags",
+    "is_owned_instance",
     "nodeclass_tags",
+    "owned_instance_filters",
     "tag_filters",
     "tags_of",
 ]
@@ -93,3 +102,27 @@ def tag_filters(tags: Mapping[str, str], *, keys: Iterable[str] = ()) -> list[di
     ]
     filters += [{"Name": "tag-key", "Values": [key]} for key in keys]
     return filters
+
+
+# Tag keys every instance karpy launches carries, whatever their value.
+OWNED_INSTANCE_KEYS: Final = (TAG_NODEPOOL, TAG_NODECLASS, TAG_NODECLAIM)
+
+
+def owned_instance_tags(cluster_name: str) -> dict[str, str]:
+    """The tag values that mark an instance as karpy's for ``cluster_name``."""
+    return {cluster_tag_key(cluster_name): "owned", TAG_EKS_CLUSTER_NAME: cluster_name}
+
+
+def owned_instance_filters(cluster_name: str) -> list[dict[str, Any]]:
+    """EC2 ``Filters`` for the instances karpy launched for ``cluster_name``."""
+    return tag_filters(owned_instance_tags(cluster_name), keys=OWNED_INSTANCE_KEYS)
+
+
+def is_owned_instance(tags: Mapping[str, str], cluster_name: str) -> bool:
+    """Whether ``tags`` (an instance's) carry everything `owned_instance_filters` asks."""
+    wanted = owned_instance_tags(cluster_name)
+    return (
+        bool(cluster_name)
+        and all(tags.get(k) == v for k, v in wanted.items())
+        and all(tags.get(k) for k in OWNED_INSTANCE_KEYS)
+    )

@@ -1,0 +1,192 @@
+"""Garbage collection terminates only instances no NodeClaim names, and only once a fresh
+LIST of the API server agrees and it has stayed unclaimed for a minute: against the API
+server emulator with the fake cloud and a fake clock."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+import pytest
+
+from karpy.apis.nodeclaim import NodeClaim
+from karpy.cloud.fake import FakeCloudProvider
+from karpy.cloud.fake.catalog import embedded_catalog
+from karpy.cloud.unavailable import UnavailableOfferings
+from karpy.lifecycle.context import Lifecycle
+from karpy.lifecycle.garbagecollection import GarbageCollection
+from karpy.state.cluster import ClusterState
+from tests import factories as f
+from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
+from tests.kube.fakeclock import FakeClock
+from tests.kube.helpers import eventually
+
+NODECLAIMS = "nodeclaims.karpenter.sh"
+NODECLAIMS_PATH = "/apis/karpenter.sh/v1/nodeclaims*"
+PERIOD = 120  # seconds between GC passes, as its controller runs it
+
+
+@contextlib.asynccontextmanager
+async def lifecycle(apiserver: Any) -> AsyncIterator[tuple[World, Lifecycle, FakeClock]]:
+    clock = FakeClock(start=datetime.now(UTC))
+    async with controller_world(apiserver) as world:
+        apiserver.store.create("ec2nodeclasses.karpenter.k8s.aws", EXAMPLE_NODECLASS)
+        unavailable = UnavailableOfferings(clock=clock)
+        provider = FakeCloudProvider(embedded_catalog(), client=world.client, state=world.state,
+                                     unavailable=unavailable, clock=clock)  # fmt: skip
+        ctx = Lifecycle(world.state, world.client, provider, world.recorder, unavailable,
+                        clock, world.metrics.karpenter)  # fmt: skip
+        await world.settled()
+        yield world, ctx, clock
+
+
+async def launched(world: World, ctx: Lifecycle, name: str) -> str:
+    """Launch an instance for a NodeClaim ``name`` that is not stored; its provider ID."""
+    claim = NodeClaim.from_dict(f.nodeclaim(name, nodepool="default", launched=False))
+    instance = await ctx.provider.create(claim)
+    await world.settled()
+    return instance.provider_id
+
+
+def store_claim(apiserver: Any, name: str, *, status: dict[str, Any] | None = None) -> None:
+    created = apiserver.store.create(NODECLAIMS, f.nodeclaim(name, nodepool="default",
+                                                             launched=False))  # fmt: skip
+    if status is not None:
+        created["status"] = status
+        apiserver.store.update_status(NODECLAIMS, created)
+
+
+def unparseable_status(provider_id: str = "") -> dict[str, Any]:
+    """A status karpy's reader rejects but the API server stores (RFC 3339 allows the
+    lowercase ``t`` and ``z``)."""
+    status: dict[str, Any] = {
+        "conditions": [{"type": "Launched", "status": "True", "reason": "Launched",
+                        "message": "", "lastTransitionTime": "2024-01-01t00:00:00z"}],
+    }  # fmt: skip
+    if provider_id:
+        status["providerID"] = provider_id
+    return status
+
+
+def instance_exists(world: World, provider_id: str) -> bool:
+    node = world.apiserver.store.try_get("nodes", provider_id.rsplit("/", 1)[1])
+    return node is not None and "fake.karpy.dev/terminated" not in node["metadata"]["labels"]
+
+
+def terminated_total(world: World, reason: str) -> float:
+    value = world.metrics.registry.get_sample_value(
+        "karpy_garbagecollection_terminated_total", {"reason": reason}
+    )
+    return value or 0.0
+
+
+async def passes(gc: GarbageCollection, clock: FakeClock, *, minutes: float) -> None:
+    """Run GC every `PERIOD` seconds of fake time for ``minutes``."""
+    for _ in range(int(minutes * 60 / PERIOD) + 1):
+        await gc.reconcile("gc")
+        await clock.advance(PERIOD)
+
+
+async def test_an_orphan_is_terminated_on_the_second_pass_a_minute_after_the_first(apiserver):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        leaked = await launched(world, ctx, "default-leaked")
+        gc = GarbageCollection(ctx, grace=30)
+        await clock.advance(31)
+        await gc.reconcile("gc")
+        assert gc.terminated == 0, "first sighting: remembered, not terminated"
+        assert gc.suspects[leaked].reason == "orphan"
+        await clock.advance(59)
+        await gc.reconcile("gc")
+        assert gc.terminated == 0 and instance_exists(world, leaked), "59 s is not a minute"
+        await clock.advance(1)
+        await gc.reconcile("gc")
+        assert gc.terminated == 1
+        assert not instance_exists(world, leaked)
+        assert terminated_total(world, "orphan") == 1
+        assert gc.suspects == {}
+
+
+async def test_the_instance_of_a_nodeclaim_karpy_cannot_read_is_never_terminated(apiserver):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        by_name = await launched(world, ctx, "default-odd")
+        by_provider_id = await launched(world, ctx, "default-renamed")
+        store_claim(apiserver, "default-odd", status=unparseable_status())
+        store_claim(apiserver, "default-other", status=unparseable_status(by_provider_id))
+        stored = apiserver.store.get(NODECLAIMS, "default-odd")
+        with pytest.raises(ValueError):
+            NodeClaim.from_dict(stored)  # the strict reader rejects what the server holds
+        gc = GarbageCollection(ctx, grace=30)
+        await passes(gc, clock, minutes=5)
+        assert gc.terminated == 0
+        assert instance_exists(world, by_name) and instance_exists(world, by_provider_id)
+
+
+async def test_a_standby_with_stale_state_does_not_terminate_live_nodeclaims_instances(
+    apiserver,
+):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        kept = await launched(world, ctx, "default-kept")
+        store_claim(apiserver, "default-kept", status={"providerID": kept})
+        # A replica whose watch died before the NodeClaim appeared: its state has none.
+        stale = attrs.evolve(ctx, state=ClusterState(clock=clock))
+        gc = GarbageCollection(stale, grace=30)
+        await passes(gc, clock, minutes=5)
+        assert gc.terminated == 0
+        assert instance_exists(world, kept)
+
+
+async def test_nothing_is_terminated_while_the_nodeclaim_list_fails(apiserver):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        leaked = await launched(world, ctx, "default-leaked")
+        apiserver.faults.add("GET", NODECLAIMS_PATH, status=403, count=None, watch=False)
+        gc = GarbageCollection(ctx, grace=30)
+        await passes(gc, clock, minutes=5)
+        assert gc.terminated == 0 and instance_exists(world, leaked)
+        apiserver.faults.clear()
+        await gc.reconcile("gc")
+        await clock.advance(PERIOD)
+        await gc.reconcile("gc")
+        assert gc.terminated == 1 and not instance_exists(world, leaked)
+
+
+async def test_a_suspect_claimed_again_is_forgotten_and_must_be_seen_twice_anew(apiserver):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        leaked = await launched(world, ctx, "default-back")
+        gc = GarbageCollection(ctx, grace=30)
+        await clock.advance(31)
+        await gc.reconcile("gc")
+        assert leaked in gc.suspects
+        store_claim(apiserver, "default-back")
+        await world.settled()
+        await clock.advance(PERIOD)
+        await gc.reconcile("gc")
+        assert gc.suspects == {} and gc.terminated == 0
+        apiserver.store.delete(NODECLAIMS, "default-back")
+        await eventually(lambda: "default-back" not in world.state.snapshot().nodeclaims)
+        await clock.advance(PERIOD)
+        await gc.reconcile("gc")
+        assert gc.terminated == 0, "seen orphaned once since it was claimed"
+        await clock.advance(PERIOD)
+        await gc.reconcile("gc")
+        assert gc.terminated == 1 and not instance_exists(world, leaked)
+
+
+async def test_the_suspects_kept_are_bounded(apiserver):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        first = await launched(world, ctx, "default-one")
+        second = await launched(world, ctx, "default-two")
+        gc = GarbageCollection(ctx, grace=30, max_suspects=1)
+        await clock.advance(31)
+        await gc.reconcile("gc")
+        assert len(gc.suspects) == 1
+        await clock.advance(PERIOD)
+        await gc.reconcile("gc")
+        await clock.advance(PERIOD)
+        await gc.reconcile("gc")
+        await clock.advance(PERIOD)
+        await gc.reconcile("gc")
+        assert gc.terminated == 2
+        assert not instance_exists(world, first) and not instance_exists(world, second)
