@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
+import io
+import threading
 
 import orjson
 import pytest
+import structlog
 
 from karpy.durations import HOUR, MICROSECOND, MILLISECOND, MINUTE, SECOND
 from karpy.errors import UsageError
+from karpy.log import configure_logging
 from karpy.settings import (
     OPTIONS,
     AWSFeatureGates,
@@ -17,8 +22,10 @@ from karpy.settings import (
     Settings,
     SettingsError,
     add_arguments,
+    apply_to_process,
     read_service_account_namespace,
 )
+from karpy.settings.process import worker_threads
 
 PEM = b"-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n"
 CA_BUNDLE = base64.b64encode(PEM).decode()
@@ -41,6 +48,11 @@ def errors_of(env: dict[str, str] | None = None, *argv: str) -> list[str]:
         settings_from(env, *argv)
     return caught.value.errors
 
+
+EKS_NAME_RULE = (
+    "must be an EKS cluster name: 1 to 100 letters, digits, - and _, starting "
+    "with a letter or digit"
+)
 
 # field, env text, value it gives, flag text, value it gives
 CASES = [
@@ -79,6 +91,8 @@ CASES = [
     ("subnet_refresh_interval", "90s", 90 * SECOND, "1m", MINUTE),
     ("metrics_port", "9090", 9090, "65535", 65535),
     ("health_probe_port", "9091", 9091, "1", 1),
+    ("metrics_bind_address", "127.0.0.1", "127.0.0.1", "::", "::"),
+    ("health_probe_bind_address", "10.0.0.7", "10.0.0.7", "::1", "::1"),
     ("enable_profiling", "true", True, "false", False),
     ("disable_leader_election", "true", True, "false", False),
     ("leader_election_name", "my-lease", "my-lease", "karpenter-leader-election",
@@ -180,18 +194,25 @@ def test_flag_given_as_separate_word():
          'AMI_REFRESH_INTERVAL (--ami-refresh-interval) = "30s": must be at least 1m'),
         ({"SUBNET_REFRESH_INTERVAL": "59.9s"},
          'SUBNET_REFRESH_INTERVAL (--subnet-refresh-interval) = "59.9s": must be at least 1m'),
-        ({"FEATURE_GATES": "NodeOverlay=true,Drift=true"},
-         'FEATURE_GATES (--feature-gates) = "NodeOverlay=true,Drift=true": unknown feature gate '
-         "Drift (known: NodeRepair, ReservedCapacity, SpotToSpotConsolidation, NodeOverlay, "
-         "StaticCapacity, CapacityBuffer)"),
         ({"FEATURE_GATES": "NodeOverlay"},
          'FEATURE_GATES (--feature-gates) = "NodeOverlay": "NodeOverlay" is not Name=true|false'),
+        ({"FEATURE_GATES": "=true"},
+         'FEATURE_GATES (--feature-gates) = "=true": "=true" is not Name=true|false'),
         ({"FEATURE_GATES": "NodeOverlay=yes"},
          'FEATURE_GATES (--feature-gates) = "NodeOverlay=yes": feature gate NodeOverlay must be '
          'true or false, not "yes"'),
-        ({"AWS_FEATURE_GATES": "NodeOverlay=true"},
-         'AWS_FEATURE_GATES (--aws-feature-gates) = "NodeOverlay=true": unknown feature gate '
-         "NodeOverlay (known: NodeClassCEL)"),
+        ({"FEATURE_GATES": "FutureGate=maybe"},
+         'FEATURE_GATES (--feature-gates) = "FutureGate=maybe": feature gate FutureGate must be '
+         'true or false, not "maybe"'),
+        ({"AWS_FEATURE_GATES": "NodeClassCEL"},
+         'AWS_FEATURE_GATES (--aws-feature-gates) = "NodeClassCEL": "NodeClassCEL" is not '
+         "Name=true|false"),
+        ({"METRICS_BIND_ADDRESS": "localhost"},
+         'METRICS_BIND_ADDRESS (--metrics-bind-address) = "localhost": must be an IP address: '
+         "0.0.0.0 or :: for every interface, 127.0.0.1 for loopback only"),
+        ({"HEALTH_PROBE_BIND_ADDRESS": ":8081"},
+         'HEALTH_PROBE_BIND_ADDRESS (--health-probe-bind-address) = ":8081": must be an IP '
+         "address: 0.0.0.0 or :: for every interface, 127.0.0.1 for loopback only"),
         ({"ENABLE_PROFILING": "True"},
          'ENABLE_PROFILING (--enable-profiling) = "True": must be true or false'),
         ({"ISOLATED_VPC": "1"}, 'ISOLATED_VPC (--isolated-vpc) = "1": must be true or false'),
@@ -282,7 +303,16 @@ def test_flag_given_as_separate_word():
          "stderr or a file path"),
         ({"CLUSTER_NAME": ""}, 'CLUSTER_NAME (--cluster-name) = "": required, must not be empty'),
         ({"CLUSTER_NAME": " prod"},
-         'CLUSTER_NAME (--cluster-name) = " prod": must not have leading or trailing spaces'),
+         'CLUSTER_NAME (--cluster-name) = " prod": ' + EKS_NAME_RULE),
+        ({"CLUSTER_NAME": "-prod"}, 'CLUSTER_NAME (--cluster-name) = "-prod": ' + EKS_NAME_RULE),
+        ({"CLUSTER_NAME": "prod.eu"},
+         'CLUSTER_NAME (--cluster-name) = "prod.eu": ' + EKS_NAME_RULE),
+        ({"CLUSTER_NAME": "prod/eu"},
+         'CLUSTER_NAME (--cluster-name) = "prod/eu": ' + EKS_NAME_RULE),
+        ({"CLUSTER_NAME": "a" * 101},
+         f'CLUSTER_NAME (--cluster-name) = "{"a" * 101}": ' + EKS_NAME_RULE),
+        ({"CLUSTER_NAME": "prod\n"},
+         'CLUSTER_NAME (--cluster-name) = "prod\\n": ' + EKS_NAME_RULE),
         ({"SYSTEM_NAMESPACE": "Not A Namespace"},
          'SYSTEM_NAMESPACE = "Not A Namespace": must be a namespace name'),
         ({"SCHEDULER_CONFIG": "podTopologySpread: {}"},
@@ -352,6 +382,27 @@ def test_durations_take_go_syntax(text, nanos):
 def test_feature_gates_take_go_boolean_spellings_and_keep_unnamed_defaults():
     settings = settings_from({"FEATURE_GATES": " NodeRepair=True,,NodeOverlay = 1 "})
     assert settings.feature_gates == FeatureGates(node_repair=True, node_overlay=True)
+
+
+def test_unknown_feature_gates_are_set_aside_not_refused():
+    settings = settings_from(
+        {
+            "FEATURE_GATES": "NodeOverlay=true,Drift=true,Future=false,Drift=1",
+            "AWS_FEATURE_GATES": "NodeClassCEL=true,LaterGate=true",
+        }
+    )
+    assert settings.feature_gates == FeatureGates(node_overlay=True, unknown=("Drift", "Future"))
+    assert settings.aws_feature_gates == AWSFeatureGates(
+        node_class_cel=True, unknown=("LaterGate",)
+    )
+    assert "unknown" not in settings.as_log_fields()["featureGates"]
+
+
+@pytest.mark.parametrize(
+    "name", ["prod", "p", "0", "my_cluster-2", "a" * 100, "demo", "karpy-sandbox", "Test-Cluster"]
+)
+def test_eks_cluster_names_are_accepted(name):
+    assert settings_from({"CLUSTER_NAME": name}).cluster_name == name
 
 
 def test_a_later_feature_gate_wins():
@@ -427,3 +478,57 @@ def test_log_fields_spell_values_as_they_are_configured():
     assert logged["clusterCA"] is None
     assert logged["logOutputPaths"] == ("stdout",)
     assert len(logged) == len(OPTIONS)
+
+
+# --- what settings do to the process --------------------------------------------------------
+
+
+@pytest.mark.parametrize(("millicores", "threads"),
+                         [(1000, 5), (250, 5), (1001, 6), (2500, 7), (64000, 32)])  # fmt: skip
+def test_cpu_requests_size_the_worker_threads_as_python_sizes_them_from_cores(millicores, threads):
+    assert worker_threads(millicores) == threads
+
+
+def test_the_controllers_loop_runs_threads_from_a_pool_sized_by_cpu_requests():
+    async def in_the_loop() -> set[str]:
+        apply_to_process(settings_from({"CPU_REQUESTS": "2000"}))
+        barrier = threading.Barrier(6, timeout=5)  # 2 cores + 4 threads, all needed at once
+        names = await asyncio.gather(*(asyncio.to_thread(_meet, barrier) for _ in range(6)))
+        return set(names)
+
+    names = asyncio.run(in_the_loop())
+    assert len(names) == 6
+    assert all(name.startswith("karpy-worker") for name in names)
+
+
+def _meet(barrier: threading.Barrier) -> str:
+    barrier.wait()
+    return threading.current_thread().name
+
+
+def test_unknown_feature_gates_are_one_warning_line_naming_them():
+    stream = io.StringIO()
+    configure_logging("info", stream=stream)
+    try:
+        settings = settings_from({"FEATURE_GATES": "Drift=true,NodeOverlay=true,Future=false"})
+        asyncio.run(_apply(settings))
+    finally:
+        structlog.reset_defaults()
+    (line,) = [orjson.loads(text) for text in stream.getvalue().splitlines()]
+    assert line["level"] == "WARN"
+    assert line["message"] == "ignoring unknown feature gates"
+    assert (line["setting"], line["gates"]) == ("FEATURE_GATES", ["Drift", "Future"])
+
+
+def test_known_feature_gates_log_nothing():
+    stream = io.StringIO()
+    configure_logging("info", stream=stream)
+    try:
+        asyncio.run(_apply(settings_from({"FEATURE_GATES": "NodeOverlay=true"})))
+    finally:
+        structlog.reset_defaults()
+    assert stream.getvalue() == ""
+
+
+async def _apply(settings: Settings) -> None:
+    apply_to_process(settings)

@@ -3,14 +3,19 @@
 ``HEALTH_PROBE_PORT``: ``/healthz`` and ``/livez`` (liveness: the event loop turns, see
 `LoopWatchdog`)
 and ``/readyz`` (readiness: cluster state is synced). ``METRICS_PORT``: ``/metrics`` in
-Prometheus' text format and, with ``ENABLE_PROFILING=true``, the ``/debug/pprof/*``
-profiles (`karpy.observability.profiling`). Both answer 200 with ``ok`` or 500 with the
-reason as text, as controller-runtime's probes do.
+Prometheus' text format and, with ``ENABLE_PROFILING=true`` only, the ``/debug/pprof/*``
+profiles (`karpy.observability.profiling`, rate-limited). Both answer 200 with ``ok`` or
+500 with the reason as text, as controller-runtime's probes do.
+
+Each listens on its own address (``HEALTH_PROBE_BIND_ADDRESS``, ``METRICS_BIND_ADDRESS``):
+every interface by default, as a pod's probes and Prometheus need; loopback where nothing
+outside the host should reach them (the sandbox's controller).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -44,16 +49,20 @@ class HTTPServers:
         ready: Callable[[], tuple[bool, str]],
         health_port: int,
         metrics_port: int,
-        host: str = "0.0.0.0",
+        health_host: str = "0.0.0.0",
+        metrics_host: str = "0.0.0.0",
         profiling: bool = False,
+        profiling_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.metrics = metrics
         self.watchdog = watchdog
         self.ready = ready
         self.health_port = health_port
         self.metrics_port = metrics_port
-        self.host = host
+        self.health_host = health_host
+        self.metrics_host = metrics_host
         self.profiling = profiling
+        self.profiling_clock = profiling_clock
         self.started = asyncio.Event()
 
     async def _healthz(self, _: web.Request) -> web.Response:
@@ -76,20 +85,22 @@ class HTTPServers:
         metrics = web.Application()
         metrics.router.add_get("/metrics", self._metrics)
         if self.profiling:
-            Profiling().add_routes(metrics)
+            Profiling(clock=self.profiling_clock).add_routes(metrics)
         runners = []
         try:
-            for app, attr in ((health, "health_port"), (metrics, "metrics_port")):
+            for app, host, attr in ((health, self.health_host, "health_port"),
+                                    (metrics, self.metrics_host, "metrics_port")):  # fmt: skip
                 runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0,
                                        handler_cancellation=True)  # fmt: skip
                 runners.append(runner)
                 await runner.setup()
-                site = web.TCPSite(runner, self.host, getattr(self, attr))
+                site = web.TCPSite(runner, host, getattr(self, attr))
                 await site.start()
                 sockets = getattr(site._server, "sockets", None) or []
                 if sockets:
                     setattr(self, attr, sockets[0].getsockname()[1])
-            log.info("serving", healthPort=self.health_port, metricsPort=self.metrics_port,
+            log.info("serving", healthAddress=self.health_host, healthPort=self.health_port,
+                     metricsAddress=self.metrics_host, metricsPort=self.metrics_port,
                      profiling=self.profiling)  # fmt: skip
             self.started.set()
             await stop.wait()

@@ -177,6 +177,7 @@ async def controller(
     # Imported here so a bad setting is reported without loading the Kubernetes client.
     from karpy.operator.wiring import Runtime, RuntimeTimings  # noqa: PLC0415
 
+    settings_module.apply_to_process(settings)  # thread pool from CPU_REQUESTS; warnings
     timings = RuntimeTimings(**(timing_overrides or {}))
     runtime = await Runtime.create(settings, env=os.environ if env is None else env,
                                    timings=timings)  # fmt: skip

@@ -127,6 +127,8 @@ class Runtime:
             ready=self.readiness,
             health_port=settings.health_probe_port,
             metrics_port=settings.metrics_port,
+            health_host=settings.health_probe_bind_address,
+            metrics_host=settings.metrics_bind_address,
             profiling=settings.enable_profiling,
         )
         self.components: list[Component] = [

@@ -130,6 +130,9 @@ def controller_env(kubeconfig: Path, metrics_port: int, health_port: int) -> dic
             "LEADER_ELECTION_NAMESPACE": "kube-system",
             "METRICS_PORT": str(metrics_port),
             "HEALTH_PROBE_PORT": str(health_port),
+            # A sandbox is a developer's machine: nothing beyond it may reach the endpoints.
+            "METRICS_BIND_ADDRESS": "127.0.0.1",
+            "HEALTH_PROBE_BIND_ADDRESS": "127.0.0.1",
             "POD_NAME": "karpy-sandbox",
             "BATCH_IDLE_DURATION": "1s",
         }

@@ -1,5 +1,11 @@
 """Feature gates: Karpenter's (`FEATURE_GATES`) and the AWS provider's, parsed from
-``Name=true,Other=false`` with unknown names refused."""
+``Name=true,Other=false``.
+
+A gate name karpy does not know is kept aside in ``unknown`` rather than refused, as
+Karpenter ignores it: a Helm chart written for a later Karpenter renders gates this karpy
+has never heard of, and a drop-in replacement must still start. The controller logs one
+warning naming them (`Settings.log_ignored`). Syntax stays strict: an item that is not
+``Name=bool`` is an error, since no version of Karpenter can mean anything by it."""
 
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ class FeatureGates:
     node_overlay: bool = False
     static_capacity: bool = False
     capacity_buffer: bool = False
+    unknown: tuple[str, ...] = ()  # names given that karpy does not know, ignored
 
     NAMES: ClassVar[dict[str, str]] = {
         "NodeRepair": "node_repair",
@@ -43,6 +50,7 @@ class AWSFeatureGates:
     """The AWS provider's gates (`AWS_FEATURE_GATES`)."""
 
     node_class_cel: bool = False
+    unknown: tuple[str, ...] = ()  # names given that karpy does not know, ignored
 
     NAMES: ClassVar[dict[str, str]] = {"NodeClassCEL": "node_class_cel"}
 
@@ -53,19 +61,23 @@ class AWSFeatureGates:
 def _gates(cls: type[FeatureGates] | type[AWSFeatureGates]) -> Callable[[str], Any]:
     """A parser of ``Name=bool,...`` lists as Kubernetes' component-base reads them: blank
     items skipped, spaces trimmed, Go's ParseBool spellings, the last mention winning,
-    unnamed gates keeping their default. Unlike Karpenter, unknown names are errors."""
+    unnamed gates keeping their default. Unknown names are set aside in ``unknown`` (in
+    order of first mention), as Karpenter ignores them; their values must still be
+    booleans, since a malformed item is a mistake whatever the gate."""
 
     def parse(text: str) -> FeatureGates | AWSFeatureGates:
-        values: dict[str, bool] = {}
+        values: dict[str, Any] = {}
+        unknown: dict[str, None] = {}
         for item in filter(str.strip, text.split(",")):
             name, equals, raw = (part.strip() for part in item.partition("="))
-            if not equals:
+            if not equals or not name:
                 raise _Invalid(f"{json.dumps(item.strip())} is not Name=true|false")
-            if name not in cls.NAMES:
-                raise _Invalid(f"unknown feature gate {name} (known: {', '.join(cls.NAMES)})")
             if raw not in _GO_BOOLS:
                 raise _Invalid(f"feature gate {name} must be true or false, not {json.dumps(raw)}")
-            values[cls.NAMES[name]] = _GO_BOOLS[raw]
-        return cls(**values)
+            if name in cls.NAMES:
+                values[cls.NAMES[name]] = _GO_BOOLS[raw]
+            else:
+                unknown[name] = None
+        return cls(**values, unknown=tuple(unknown))
 
     return parse

@@ -11,6 +11,7 @@ from karpy.durations import MINUTE
 from karpy.settings.gates import AWSFeatureGates, FeatureGates, _gates
 from karpy.settings.parsers import (
     LOG_FORMATS,
+    _bind_address,
     _bool,
     _ca_bundle,
     _choice,
@@ -92,7 +93,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("feature_gates", "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation="
            "false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false",
            _gates(FeatureGates), "Core gates, Name=true|false,...; unknown names are "
-           "rejected.", "provisioning", "GATES"),
+           "ignored with a warning.", "provisioning", "GATES"),
     Option("aws_feature_gates", "NodeClassCEL=false", _gates(AWSFeatureGates), "AWS gates, "
            "Name=true|false,...", "provisioning", "GATES"),
     Option("cloud_provider", "aws", _choice("aws", "fake"), "karpy: aws launches EC2 "
@@ -127,8 +128,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("metrics_port", "8080", _port, "Port of /metrics.", "operator", "PORT"),
     Option("health_probe_port", "8081", _port, "Port of /healthz and /readyz.", "operator",
            "PORT"),
+    Option("metrics_bind_address", "0.0.0.0", _bind_address, "karpy: IP address /metrics "
+           "listens on (0.0.0.0: every interface, as in a pod).", "operator", "ADDRESS"),
+    Option("health_probe_bind_address", "0.0.0.0", _bind_address, "karpy: IP address "
+           "/healthz and /readyz listen on.", "operator", "ADDRESS"),
     Option("enable_profiling", "false", _bool, "Serve profiling endpoints on the metrics "
-           "port.", "operator", _BOOL),
+           "port, one profile at a time and rate-limited.", "operator", _BOOL),
     Option("disable_leader_election", "false", _bool, "Run without a leader-election lease "
            "(one replica only).", "operator", _BOOL),
     Option("leader_election_name", "karpy-leader-election", _lease_name, "Name of the "
@@ -144,10 +149,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("kube_client_qps", "200", _qps, "Sustained API requests per second (negative: no "
            "limit).", "operator", "N"),
     Option("kube_client_burst", "300", _positive, "API request burst.", "operator", "N"),
-    Option("memory_limit", "-1", _int, "Container memory limit in bytes (<= 0: none).",
-           "operator", "BYTES"),
+    Option("memory_limit", "-1", _int, "Container memory limit in bytes; accepted for the "
+           "chart's sake and unused (Python has no soft heap limit).", "operator", "BYTES"),
     Option("cpu_requests", "1000", _cpu_requests, "Container CPU request in millicores; sizes "
-           "concurrency (<= 0 counts as 1000).", "operator", "MILLICORES"),
+           "the worker thread pool (<= 0 counts as 1000).", "operator", "MILLICORES"),
     Option("log_level", "info", _log_level, "debug, info, warn or error (empty: "
            "info).", "logging", "LEVEL"),
     Option("log_format", "json", _choice(*LOG_FORMATS), "karpy: json, one object per line, or "

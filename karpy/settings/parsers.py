@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import re
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -49,6 +50,7 @@ _GO_BOOLS = {
 }
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_EKS_CLUSTER_NAME = re.compile(r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}\Z")
 _SQS_QUEUE = re.compile(r"[A-Za-z0-9_-]{1,80}\Z|[A-Za-z0-9_-]{1,75}\.fifo\Z")
 
 
@@ -145,8 +147,23 @@ def _paths(text: str) -> tuple[str, ...]:
 
 def _cluster_name(text: str) -> str:
     # Presence is checked by `_cross_checks`, which knows whether the value was ever set.
-    if text != text.strip():
-        raise _Invalid("must not have leading or trailing spaces")
+    # The name goes into tags, IAM instance-profile names and discovery selectors, so it
+    # must be what EKS accepts as a cluster name.
+    if text and not _EKS_CLUSTER_NAME.match(text):
+        raise _Invalid(
+            "must be an EKS cluster name: 1 to 100 letters, digits, - and _, starting with "
+            "a letter or digit"
+        )
+    return text
+
+
+def _bind_address(text: str) -> str:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        raise _Invalid(
+            "must be an IP address: 0.0.0.0 or :: for every interface, 127.0.0.1 for loopback only"
+        ) from None
     return text
 
 

@@ -60,6 +60,8 @@ class Settings:
     subnet_refresh_interval: int = MINUTE
     metrics_port: int = 8080
     health_probe_port: int = 8081
+    metrics_bind_address: str = "0.0.0.0"
+    health_probe_bind_address: str = "0.0.0.0"
     enable_profiling: bool = False
     disable_leader_election: bool = False
     leader_election_name: str = "karpy-leader-election"

@@ -5,6 +5,7 @@ readiness follows cluster-state sync, /metrics parses and carries Karpenter's na
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 
 import aiohttp
@@ -33,11 +34,13 @@ PATIENT_ELECTION = RuntimeTimings(retry_period=0.2, renew_deadline=10, lease_dur
 
 
 async def start(
-    apiserver, timings: RuntimeTimings = FAST_ELECTION, **kw
+    apiserver, timings: RuntimeTimings = FAST_ELECTION, profiling_clock=None, **kw
 ) -> tuple[Runtime, asyncio.Event, asyncio.Task[None]]:
     configuration = Configuration()
     configuration.host = apiserver.url
     runtime = Runtime(settings(**kw), configuration, env={"POD_NAME": "test"}, timings=timings)
+    if profiling_clock is not None:
+        runtime.http.profiling_clock = profiling_clock
     stop = asyncio.Event()
     task = asyncio.create_task(Operator(runtime.settings, runtime.components).run(stop))
     await asyncio.wait_for(runtime.http.started.wait(), 5)
@@ -50,12 +53,38 @@ async def finish(runtime: Runtime, stop: asyncio.Event, task: asyncio.Task[None]
     await runtime.close()
 
 
-async def get(port: int, path: str) -> tuple[int, str]:
+async def get(port: int, path: str, host: str = "127.0.0.1") -> tuple[int, str]:
     async with (
         aiohttp.ClientSession() as session,
-        session.get(f"http://127.0.0.1:{port}{path}") as response,
+        session.get(f"http://{host}:{port}{path}") as response,
     ):
         return response.status, await response.text()
+
+
+async def test_each_endpoint_listens_only_on_its_bind_address(apiserver):
+    # Every 127/8 address is loopback on Linux: two of them stand for two interfaces.
+    runtime, stop, task = await start(
+        apiserver, metrics_bind_address="127.0.0.2", health_probe_bind_address="127.0.0.3"
+    )
+    try:
+        metrics, health = runtime.http.metrics_port, runtime.http.health_port
+        assert (await get(metrics, "/metrics", host="127.0.0.2"))[0] == 200
+        assert (await get(health, "/healthz", host="127.0.0.3"))[0] == 200
+        for port, path in ((metrics, "/metrics"), (health, "/healthz")):
+            with pytest.raises(aiohttp.ClientConnectorError):
+                await get(port, path, host="127.0.0.1")
+    finally:
+        await finish(runtime, stop, task)
+
+
+async def test_endpoints_listen_on_every_interface_by_default(apiserver):
+    runtime, stop, task = await start(apiserver)
+    try:
+        for host in ("127.0.0.1", "127.0.0.2"):
+            assert (await get(runtime.http.metrics_port, "/metrics", host=host))[0] == 200
+            assert (await get(runtime.http.health_port, "/healthz", host=host))[0] == 200
+    finally:
+        await finish(runtime, stop, task)
 
 
 async def test_readyz_turns_ready_only_once_cluster_state_is_synced(apiserver):
@@ -168,7 +197,10 @@ async def test_profiles_are_served_only_when_enabled(apiserver):
 
 @pytest.mark.timeout(30)
 async def test_cpu_and_heap_profiles(apiserver):
-    runtime, stop, task = await start(apiserver, PATIENT_ELECTION, enable_profiling=True)
+    # Each look at the clock is a minute later: the rate limit never applies here.
+    minutes = itertools.count(0, 60).__next__
+    runtime, stop, task = await start(apiserver, PATIENT_ELECTION, profiling_clock=minutes,
+                                      enable_profiling=True)  # fmt: skip
     port = runtime.http.metrics_port
     try:
         status, html = await get(port, "/debug/pprof/profile?seconds=0.3")
