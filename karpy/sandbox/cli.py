@@ -4,7 +4,8 @@ Sub-commands (each a function pair below, registered in `SUBCOMMANDS`):
 
 - ``karpy sandbox apiserver --port N [--crds DIR ...] [--kubeconfig PATH]``: the API
   server emulator alone; prints the kubeconfig path as the first line of stdout and
-  serves until SIGINT/SIGTERM.
+  serves until SIGINT/SIGTERM. Without ``--kubeconfig`` the file is written in a
+  temporary directory (under ``TMPDIR``) that is removed on exit, as ``cluster``'s is.
 - ``karpy sandbox run``: what ``make run`` starts: the sandbox cluster, ``karpy
   controller`` beside it (``CLOUD_PROVIDER=fake``) and a demo that scales a Deployment
   up and down and narrates what karpy does (`karpy.sandbox.demo`); exits 0 when the
@@ -26,6 +27,7 @@ kubeconfig line; ``run`` starts karpy with ``CLOUD_PROVIDER=aws`` against it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -37,7 +39,7 @@ from karpy.errors import UsageError
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Awaitable, Callable, Iterable
+    from collections.abc import Awaitable, Callable, Iterable, Iterator
 
     from karpy.sandbox.apiserver import APIServer
 
@@ -139,17 +141,31 @@ async def _serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    kubeconfig = args.kubeconfig or Path(tempfile.mkdtemp(prefix="karpy-sandbox-")) / "kubeconfig"
-    server.write_kubeconfig(kubeconfig)
     try:
-        banner(kubeconfig)
-        sys.stdout.flush()
-        if workload is not None:
-            return await workload(server, kubeconfig, stop)
-        await stop.wait()
+        with _kubeconfig_path(args.kubeconfig) as kubeconfig:
+            server.write_kubeconfig(kubeconfig)
+            banner(kubeconfig)
+            sys.stdout.flush()
+            if workload is not None:
+                return await workload(server, kubeconfig, stop)
+            await stop.wait()
     finally:
         await server.stop()
     return 0
+
+
+@contextlib.contextmanager
+def _kubeconfig_path(given: Path | None) -> Iterator[Path]:
+    """Where to write the kubeconfig: ``given``, else a file in a temporary directory
+    that is removed when the block ends, however it ends (the signal handlers turn
+    SIGINT and SIGTERM into a normal return, so a stopped sandbox leaves nothing behind
+    in the temporary directory; a kubeconfig asked for by path is the caller's and kept).
+    """
+    if given is not None:
+        yield given
+        return
+    with tempfile.TemporaryDirectory(prefix="karpy-sandbox-") as workdir:
+        yield Path(workdir) / "kubeconfig"
 
 
 def _apiserver(args: argparse.Namespace) -> int:
@@ -341,14 +357,12 @@ async def _serve_cluster(args: argparse.Namespace) -> int:
             from karpy.sandbox.aws.cloud import SandboxAWS  # noqa: PLC0415
 
             aws = await SandboxAWS(cluster, cluster_name=args.cluster_name).start()
-        kubeconfig = args.kubeconfig or (
-            Path(tempfile.mkdtemp(prefix="karpy-sandbox-")) / "kubeconfig"
-        )
-        cluster.write_kubeconfig(kubeconfig)
-        print(f"kubeconfig: {kubeconfig}", flush=True)
-        for line in aws.banner() if aws is not None else ():
-            print(line, flush=True)
-        await stop.wait()
+        with _kubeconfig_path(args.kubeconfig) as kubeconfig:
+            cluster.write_kubeconfig(kubeconfig)
+            print(f"kubeconfig: {kubeconfig}", flush=True)
+            for line in aws.banner() if aws is not None else ():
+                print(line, flush=True)
+            await stop.wait()
     finally:
         if aws is not None:
             await aws.stop()
