@@ -13,6 +13,7 @@ import attrs
 import pytest
 
 from karpy.apis.nodeclaim import NodeClaim
+from karpy.cloud.errors import NodeClaimNotFound
 from karpy.cloud.fake import FakeCloudProvider
 from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.cloud.unavailable import UnavailableOfferings
@@ -190,3 +191,21 @@ async def test_the_suspects_kept_are_bounded(apiserver):
         await gc.reconcile("gc")
         assert gc.terminated == 2
         assert not instance_exists(world, first) and not instance_exists(world, second)
+
+
+async def test_a_node_the_fake_cloud_did_not_write_is_not_its_instance(apiserver):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        # Named after itself in a fake:// provider ID, as the fake cloud's are, but made
+        # by hand: no KWOK label.
+        apiserver.store.create("nodes", f.node("handmade", provider_id="fake://zone/handmade"))
+        await world.settled()
+        assert await ctx.provider.list() == []
+        gc = GarbageCollection(ctx, grace=30)
+        await passes(gc, clock, minutes=5)
+        assert gc.terminated == 0
+        stand_in = NodeClaim.from_dict(
+            f.nodeclaim("handmade", nodepool="default", provider_id="fake://zone/handmade")
+        )
+        with pytest.raises(NodeClaimNotFound):
+            await ctx.provider.delete(stand_in)
+        assert instance_exists(world, "fake://zone/handmade")

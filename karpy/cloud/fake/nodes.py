@@ -36,6 +36,7 @@ __all__ = [
     "PREFIX",
     "TERMINATED_LABEL",
     "instance_from_node",
+    "is_fake_instance",
     "node_for",
     "node_name_of",
     "provider_id",
@@ -59,6 +60,14 @@ def node_name_of(provider_id_: str) -> str | None:
         return None
     _, _, name = provider_id_[len(PREFIX) :].rpartition("/")
     return name or None
+
+
+def is_fake_instance(node: NodeInfo) -> bool:
+    """Whether ``node`` is one the fake cloud wrote: its provider ID is ``fake://`` and
+    names the Node itself, and it carries KWOK's label."""
+    return (
+        node_name_of(node.provider_id) == node.name and node.node.labels.get(KWOK_KEY) == KWOK_VALUE
+    )
 
 
 def instance_labels(it: InstanceType, offering: Offering) -> dict[str, str]:

@@ -14,7 +14,10 @@ NodeClaim).
 Launches are idempotent: the Node is named after the NodeClaim, so a repeated ``create``
 finds it and returns it. ``get`` and ``list`` read the Nodes from the cluster state (the
 informers' copy of the API server), never a record of what this process launched; a
-booting instance is known from its launched NodeClaim until its Node exists.
+booting instance is known from its launched NodeClaim until its Node exists. Only Nodes
+the fake cloud wrote are its instances (`nodes.is_fake_instance`: a ``fake://`` provider ID
+naming the Node itself and KWOK's label), so ``list`` leaves every other Node out and
+``delete`` refuses one, as the AWS provider does an instance without karpy's tags.
 """
 
 from __future__ import annotations
@@ -239,7 +242,7 @@ class FakeCloudProvider:
         out = [self._booting_instance(c) for c in snapshot.nodeclaims.values()
                if self.registration_delay > 0 and booting(c, snapshot)]  # fmt: skip
         for node in snapshot.nodes.values():
-            if nodes.node_name_of(node.provider_id) != node.name:
+            if not nodes.is_fake_instance(node):
                 continue
             terminating = nodes.TERMINATED_LABEL in node.node.labels
             out.append(nodes.instance_from_node(node, self.types_by_name, terminating=terminating))
@@ -251,6 +254,9 @@ class FakeCloudProvider:
         self.faults.check("delete")
         name = nodes.node_name_of(nodeclaim.status.provider_id) or nodeclaim.name
         node = self.state.snapshot().nodes.get(name)
+        if node is not None and not nodes.is_fake_instance(node):
+            log.warning("refused to terminate node: not a fake instance", **obj_ref("Node", name))
+            raise NodeClaimNotFound(f"node {name} is not an instance of the fake cloud")
         if node is not None and nodes.TERMINATED_LABEL in node.node.labels:
             raise NodeClaimNotFound(f"instance of NodeClaim {nodeclaim.name} already terminated")
         try:
