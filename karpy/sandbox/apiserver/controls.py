@@ -12,6 +12,9 @@ from another process (the ``karpy controller`` subprocess, a kubectl run):
     PUT    /_emulator/bookmark-period       {seconds}
     GET    /_emulator/state                 objects, history and watchers per resource
     GET    /_emulator/requests              request counts by "METHOD /path"
+    PUT    /_emulator/token-check           {enabled}: 401 for requests without an accepted token
+    POST   /_emulator/tokens                {token, user?, lifetime?}: accept a bearer token
+    DELETE /_emulator/tokens?token=...      stop accepting it (every token without ?token)
 
 and, for chaos tests of a running sandbox cluster (``kubectl create --raw
 /sandbox/v1/faults -f body.json``), one endpoint that takes an action:
@@ -101,6 +104,17 @@ class Controls:
             return _json(server.store_state.describe())
         if route == "/requests" and method == "GET":
             return _json(server.frontend.request_counts)
+        if route == "/token-check" and method == "PUT":
+            server.auth.enabled = bool(body.get("enabled", True))
+            return _json({"enabled": server.auth.enabled})
+        if route == "/tokens" and method == "POST" and isinstance(body.get("token"), str):
+            lifetime = body.get("lifetime")
+            server.auth.accept(body["token"], user=str(body.get("user", "karpy")),
+                               lifetime=None if lifetime is None else float(lifetime))  # fmt: skip
+            return _json({}, 201)
+        if route == "/tokens" and method == "DELETE":
+            server.auth.revoke(request.query.get("token"))
+            return _json({})
         raise errors.no_such_route()
 
     async def sandbox_faults(self, request: web.Request, path: str) -> web.StreamResponse:

@@ -19,7 +19,7 @@ import attrs
 
 from karpy.sandbox.apiserver import errors
 
-ACTIONS = ("error", "drop", "latency")
+ACTIONS = ("error", "drop", "latency", "garbage")  # garbage: 200, not JSON
 _MESSAGES = {
     400: ("BadRequest", "injected fault: bad request"),
     403: ("Forbidden", "injected fault: forbidden"),

@@ -98,11 +98,16 @@ class Frontend:
         key = f"{request.method} {path}"
         self.request_counts[key] = self.request_counts.get(key, 0) + 1
         log.debug("request %s %s", request.method, request.path_qs)
+        refusal = self.server.auth.check(path, request.headers.get("Authorization"))
+        if refusal is not None:
+            return _error(refusal)
         if not path.startswith(("/_emulator", "/sandbox/")):
             fault = self.server.faults.take(request.method, path, is_watch)
             if fault is not None:
                 if fault.action == "latency":
                     await asyncio.sleep(fault.latency)
+                elif fault.action == "garbage":
+                    return web.Response(body=b"<html>not JSON</html>", content_type="text/html")
                 elif fault.action == "drop":
                     if request.transport is not None:
                         request.transport.abort()

@@ -9,7 +9,9 @@ Knobs: ``history_size`` (watch window per resource), ``bookmark_period`` (second
 between BOOKMARKs on watches that allow them), ``pod_termination`` (who finishes
 graceful pod deletions, see `pods.PodTermination`), ``max_pod_grace_seconds``,
 ``compaction_interval`` (etcd-style compaction of list history) and ``crd_dirs``
-(``*.yaml`` CRDs to load at start).
+(``*.yaml`` CRDs to load at start). ``token_check`` answers 401 to requests without a
+bearer token registered with ``server.auth`` (`auth.Authenticator`); `write_kubeconfig`
+then writes a token it registers, unless given a ``user`` entry of its own.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import yaml
 from aiohttp import web
 
 from karpy.sandbox.apiserver import errors
+from karpy.sandbox.apiserver.auth import Authenticator
 from karpy.sandbox.apiserver.builtin import builtin_kinds
 from karpy.sandbox.apiserver.client import StoreClient
 from karpy.sandbox.apiserver.controls import Controls
@@ -92,6 +95,7 @@ class APIServer:
         compaction_interval: float = 300.0,
         crd_dirs: Iterable[Path | str] = (),
         clock: Callable[[], float] = time.time,
+        token_check: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -102,6 +106,7 @@ class APIServer:
         self.store_state = Store(self.registry, history_size=history_size)
         self.api = ObjectAPI(self.store_state, clock)
         self.faults = Faults()
+        self.auth = Authenticator(enabled=token_check, clock=clock)
         self.disruption = DisruptionController(self.api, clock)
         self.namespaces = NamespaceController(self.api)
         self.crds = CRDController(self.api)
@@ -213,14 +218,24 @@ class APIServer:
         continue tokens get 410 from here on."""
         return self.store_state.compact(resource_version)
 
-    def write_kubeconfig(self, path: Path | str, *, namespace: str = "default") -> Path:
+    def write_kubeconfig(
+        self,
+        path: Path | str,
+        *,
+        namespace: str = "default",
+        user: dict[str, object] | None = None,
+    ) -> Path:
+        """A kubeconfig for this server; ``user`` is its user entry (``{"token": ...}``,
+        ``{"exec": {...}}``), by default none, or a fresh token when tokens are checked."""
+        if user is None:
+            user = {"token": self.auth.issue("karpy-sandbox")} if self.auth.enabled else {}
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         config = {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "karpy-sandbox", "cluster": {"server": self.url}}],
-            "users": [{"name": "karpy-sandbox", "user": {}}],
+            "users": [{"name": "karpy-sandbox", "user": user}],
             "contexts": [
                 {
                     "name": "karpy-sandbox",
