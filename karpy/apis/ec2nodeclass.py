@@ -200,6 +200,14 @@ class EC2NodeClassSpec(Record):
     cpu_options: CPUOptions | None = wire("cpuOptions", default=None)
 
 
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
 _ALIAS_FAMILIES = {
     "al2": "AL2",
     "al2023": "AL2023",
@@ -297,11 +305,10 @@ class EC2NodeClass(KindModel):
         errors = [
             e for e in openapi.validate(KUBELET, kubelet.to_dict(), path) if e.path != "<nil>"
         ]
+        flagged = {e.path for e in errors}
         for index, address in enumerate(kubelet.cluster_dns):
-            try:
-                ipaddress.ip_address(address)
-            except ValueError:
-                at = f"{path}.clusterDNS[{index}]"
+            at = f"{path}.clusterDNS[{index}]"
+            if at not in flagged and not _is_ip(address):
                 errors.append(FieldError.invalid(at, address, f"{at} must be an IP address"))
         return errors
 

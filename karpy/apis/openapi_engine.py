@@ -336,7 +336,33 @@ def _check_scalar(schema: Schema, value: Any, path: str, errors: list[FieldError
 
 @cache
 def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+    return re.compile(_go_end_anchors(pattern))
+
+
+def _go_end_anchors(pattern: str) -> str:
+    """``pattern`` with each ``$`` outside a character class as ``\\Z``: Go's (RE2's)
+    ``$`` matches only at the end of the text, Python's also before a final line break,
+    which would let ``"90s\\n"`` pass ``^([0-9]+(s|m|h))+$``."""
+    out: list[str] = []
+    index, in_class = 0, False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            out.append(pattern[index : index + 2])
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            head = re.match(r"\[\^?\]?", pattern[index:])
+            char = head.group() if head else char  # a "]" first in a class is literal
+            index += len(char) - 1
+        elif char == "$":
+            char = r"\Z"
+        out.append(char)
+        index += 1
+    return "".join(out)
 
 
 def _check_rules(
