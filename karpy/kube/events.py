@@ -14,9 +14,13 @@ broadcaster and Karpenter's recorder shape them:
 * **Spam-filtered per object**, as client-go's ``EventSourceObjectSpamFilter``: at most
   25 events in a burst per involved object, refilled one per five minutes.
 
-Drops are counted (``karpy_events_dropped_total{reason}``) and sends that fail are logged
-at debug: an event is worth a try, not a retry loop. The recorder is a writer: it runs
-(and its queue exists) only while this process leads.
+Drops are counted (``karpy_events_dropped_total{reason,why}``); a send that fails is
+counted too (``why="send_failed"``) and logged, at debug when the API server refused it
+(an Event is worth a try, not a retry loop), as a warning for anything else (an answer
+that is not JSON, an error from the credentials hook, a bug). Whatever happens to one
+Event, its sender goes on to the next: a sender task that died would silently stop every
+Event for the rest of the process. The recorder is a writer: it runs (and its queue
+exists) only while this process leads.
 """
 
 from __future__ import annotations
@@ -111,6 +115,7 @@ class EventRecorder:
         self._spam_limit = 20 * queue_size
         self._running = False
         self.sent = 0
+        self.failed = 0  # sends that raised, whatever the cause
 
     # --- publishing (synchronous, never blocks) ---------------------------------------
 
@@ -176,20 +181,29 @@ class EventRecorder:
             while not self._queue:
                 self._ready.clear()
                 await self._ready.wait()
-            event = self._queue.popleft()
-            await self.limiter.acquire()
-            await self._send(event)
+            await self._send(self._queue.popleft())
 
     async def _send(self, event: Event) -> None:
+        """Write ``event``; never raises (but for cancellation), see the module docstring."""
         try:
+            await self.limiter.acquire()
             await self.client.create_event(
                 event.involved.to_dict(), reason=event.reason, message=event.message,
                 type_=event.type, component=self.component,
             )  # fmt: skip
         except KubeError as exc:
-            log.debug("could not record event", reason=event.reason,
-                      involved=event.involved.to_dict(), error=describe_error(exc))  # fmt: skip
+            self._failed(event, exc, unexpected=False)
+            return
+        except Exception as exc:  # one bad Event must not end its sender
+            self._failed(event, exc, unexpected=True)
             return
         self.sent += 1
         if self.metrics is not None:
             self.metrics.karpenter.events_sent.labels(event.reason).inc()
+
+    def _failed(self, event: Event, exc: Exception, *, unexpected: bool) -> None:
+        self.failed += 1
+        self._drop(event, "send_failed")
+        emit = log.warning if unexpected else log.debug
+        emit("could not record event", reason=event.reason, involved=event.involved.to_dict(),
+             error=describe_error(exc))  # fmt: skip
