@@ -14,7 +14,10 @@
 4. **Fleet.** One instant CreateFleet with every group's overrides; EC2 picks the
    offering. Offerings EC2 reports out of capacity are marked in the
    `UnavailableOfferings` cache whatever the outcome; no instance at all is
-   `InsufficientCapacity` (or `CreateError` for other failures).
+   `InsufficientCapacity` (or `CreateError` for other failures). The request carries a
+   ``ClientToken`` of the NodeClaim's UID and attempt (`karpy.cloud.aws.launch.attempts`):
+   when its answer was lost, the next ``create`` resends it unchanged and EC2 answers the
+   first launch again, covering the moment the tag lookup of step 1 does not yet see it.
 
 The returned `Instance` carries the labels the node will have that the launch decided
 (the type's single-valued labels, zone and zone ID, capacity type, reservation) and the
@@ -33,26 +36,25 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 from botocore.exceptions import ClientError
 
-from karpy.apis.core import Taint
 from karpy.apis.labels import (
     CAPACITY_TYPE_RESERVED,
     LABEL_AWS_CAPACITY_RESERVATION_ID,
     LABEL_AWS_CAPACITY_RESERVATION_INTERRUPTIBLE,
     LABEL_AWS_CAPACITY_RESERVATION_TYPE,
     LABEL_AWS_ZONE_ID,
-    LABEL_CAPACITY_TYPE,
-    LABEL_DO_NOT_SYNC_TAINTS,
-    LABEL_INSTANCE_TYPE,
     LABEL_NODEPOOL,
-    LABEL_ZONE,
-    TAINT_UNREGISTERED,
-    label_domain,
 )
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.aws.amis import ami_for
 from karpy.cloud.aws.launch import fleet, instances
+from karpy.cloud.aws.launch.attempts import LaunchAttempts, PendingLaunch
 from karpy.cloud.aws.launch.kubelet import KubeletValues, kubelet_config, kubelet_values
-from karpy.cloud.aws.launch.providerid import provider_id
+from karpy.cloud.aws.launch.nodefacts import (
+    instance_from_launch,
+    node_labels,
+    registration_taints,
+    reservation_labels,
+)
 from karpy.cloud.aws.launch.selection import Candidate, select
 from karpy.cloud.aws.launch.tags import (
     TAG_NODECLAIM,
@@ -68,23 +70,22 @@ from karpy.cloud.aws.launch.templates import (
 )
 from karpy.cloud.aws.launch.userdata import BootstrapOptions, render_user_data
 from karpy.cloud.errors import CreateError, InsufficientCapacity, NodeClassNotReady
-from karpy.cloud.provider import Instance
 from karpy.log import get_logger, obj_ref
 from karpy.scheduling.requirements import Requirement, Requirements
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from datetime import datetime
 
     from karpy.apis.ec2nodeclass import EC2NodeClass
     from karpy.apis.nodeclaim import NodeClaim
     from karpy.base.clock import Clock
     from karpy.cloud.aws.clients import AWSClients
     from karpy.cloud.aws.launch.cluster import ClusterInfo
+    from karpy.cloud.provider import Instance
     from karpy.cloud.unavailable import UnavailableOfferings
     from karpy.scheduling.instancetypes import InstanceType, Offering
 
-__all__ = ["InstanceLauncher"]
+__all__ = ["InstanceLauncher", "node_labels", "registration_taints"]
 
 log = get_logger("aws.launch")
 
@@ -92,11 +93,12 @@ MAX_CONCURRENT_FLEETS: Final = 16
 _TEMPLATE_NOT_FOUND: Final = frozenset(
     {"InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound"}
 )
+_IDEMPOTENT_MISMATCH: Final = "IdempotentParameterMismatch"
+# Answers that say nothing of whether the request ran: its token is kept for the retry.
+_THROTTLED: Final = frozenset({"RequestLimitExceeded", "Throttling", "ThrottlingException",
+                               "RequestThrottled"})  # fmt: skip
 _RESERVATION_LABELS: Final = frozenset({LABEL_AWS_CAPACITY_RESERVATION_ID,
     LABEL_AWS_CAPACITY_RESERVATION_TYPE, LABEL_AWS_CAPACITY_RESERVATION_INTERRUPTIBLE})  # fmt: skip
-# Label domains the node restriction admission plugin keeps kubelets from setting.
-_KUBELET_RESTRICTED_DOMAINS: Final = ("kubernetes.io", "k8s.io")
-_UNREGISTERED: Final = Taint(key=TAINT_UNREGISTERED, effect="NoExecute")
 
 GroupKey = tuple[str, KubeletValues, str]  # (AMI, kubelet values, reservation id)
 
@@ -106,30 +108,6 @@ def nodeclaim_requirements(nodeclaim: NodeClaim) -> Requirements:
         Requirement.new(r.key, r.operator, r.values, min_values=r.min_values)
         for r in nodeclaim.spec.requirements
     )
-
-
-def node_labels(
-    nodeclaim: NodeClaim, nodeclass: EC2NodeClass, capacity_type: str
-) -> dict[str, str]:
-    """The labels a node registers with: the NodeClaim's and the capacity type (plus
-    ``do-not-sync-taints`` but for Custom AMIs), less those a kubelet may not set."""
-    labels = {**nodeclaim.metadata.labels, LABEL_CAPACITY_TYPE: capacity_type}
-    if nodeclass.ami_family != "Custom":
-        labels[LABEL_DO_NOT_SYNC_TAINTS] = "true"
-    return {k: v for k, v in labels.items() if not _kubelet_restricted(k)}
-
-
-def _kubelet_restricted(key: str) -> bool:
-    domain = label_domain(key)
-    return any(domain == d or domain.endswith(f".{d}") for d in _KUBELET_RESTRICTED_DOMAINS)
-
-
-def registration_taints(nodeclaim: NodeClaim) -> tuple[Taint, ...]:
-    """The NodeClaim's taints and startup taints, and ``karpenter.sh/unregistered``."""
-    taints = (*nodeclaim.spec.taints, *nodeclaim.spec.startup_taints)
-    if not any(t.key == _UNREGISTERED.key and t.effect == _UNREGISTERED.effect for t in taints):
-        taints = (*taints, _UNREGISTERED)
-    return tuple(Taint(key=t.key, effect=t.effect, value=t.value) for t in taints)
 
 
 def _check_ready(nodeclass: EC2NodeClass) -> None:
@@ -152,6 +130,12 @@ def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", "")) or "LaunchFailed"
 
 
+def _unanswered(exc: ClientError) -> bool:
+    """Whether EC2 may have run the request despite the error (5xx, throttling)."""
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+    return int(status) >= 500 or _code(exc) in _THROTTLED
+
+
 class InstanceLauncher:
     """See the module docstring. ``kubelet_for`` overrides how a type's kubelet values are
     found (default `karpy.cloud.aws.launch.kubelet.kubelet_values`)."""
@@ -171,7 +155,8 @@ class InstanceLauncher:
         self.unavailable = unavailable
         self.clock = clock
         self.kubelet_for = kubelet_for
-        self.templates = LaunchTemplates(clients)
+        self.templates = LaunchTemplates(clients, clock=clock)
+        self.attempts = LaunchAttempts(clock=clock)
         self._fleets = asyncio.Semaphore(max_concurrent_fleets)
 
     # -- create ------------------------------------------------------------------------
@@ -183,6 +168,9 @@ class InstanceLauncher:
         existing = await self.find(nodeclaim)
         if existing is not None:
             return self._described(existing, by_name.get(existing.instance_type), nodeclass)
+        pending = self.attempts.pending(nodeclaim)
+        if pending is not None:
+            return await self._resend(nodeclaim, nodeclass, pending, by_name)
         _check_ready(nodeclass)
         requirements = nodeclaim_requirements(nodeclaim)
         selection = select(
@@ -225,6 +213,36 @@ class InstanceLauncher:
         return self._launched(
             nodeclaim, nodeclass, launch, it, capacity_type=capacity_type, offering=offering
         )
+
+    async def _resend(
+        self,
+        nodeclaim: NodeClaim,
+        nodeclass: EC2NodeClass,
+        pending: PendingLaunch,
+        by_name: dict[str, InstanceType],
+    ) -> Instance:
+        """Send ``pending`` again, unchanged: its answer was lost (or its instance not yet
+        recorded), and EC2 answers a repeated token with the first launch."""
+        log.info("resending launch", **obj_ref("NodeClaim", nodeclaim.name),
+                 clientToken=pending.token)  # fmt: skip
+        try:
+            launch = await self._send(nodeclaim, pending)
+        except _TemplatesMissing as missing:
+            for name in pending.templates:
+                self.templates.forget(name)
+            raise CreateError(str(missing), missing.reason) from None
+        it = by_name.get(launch.instance_type)
+        offering = None
+        if it is not None:
+            offering = next((o for o in it.offerings if o.zone == launch.zone
+                             and o.capacity_type == pending.capacity_type), None)  # fmt: skip
+        log.info("launched instance", **obj_ref("NodeClaim", nodeclaim.name),
+                 instance=launch.instance_id, instanceType=launch.instance_type,
+                 zone=launch.zone, capacityType=pending.capacity_type)  # fmt: skip
+        record = instance_from_launch(
+            launch, nodeclaim, pending.capacity_type, created=self.clock.now()
+        )
+        return self._described(record, it, nodeclass, offering)
 
     def _groups(
         self, candidates: Sequence[Candidate], nodeclass: EC2NodeClass, capacity_type: str
@@ -315,12 +333,32 @@ class InstanceLauncher:
             capacity_block=capacity_block,
             context=nodeclass.spec.context,
         )
+        pending = self.attempts.begin(
+            nodeclaim,
+            request,
+            capacity_type=capacity_type,
+            templates=tuple(config.name for config in configs),
+        )
+        return await self._send(nodeclaim, pending)
+
+    async def _send(self, nodeclaim: NodeClaim, pending: PendingLaunch) -> fleet.FleetLaunch:
+        """Send ``pending``'s CreateFleet and read its answer, telling `attempts` whether the
+        next launch may resend it (module docstring of `karpy.cloud.aws.launch.attempts`).
+        Any error other than an EC2 answer leaves it pending."""
+        capacity_type = pending.capacity_type
         ec2 = await self.clients.ec2()
         try:
             async with self._fleets:
-                response: dict[str, Any] = await ec2.create_fleet(**request)
+                response: dict[str, Any] = await ec2.create_fleet(**pending.request)
         except ClientError as exc:
             code = _code(exc)
+            if code == _IDEMPOTENT_MISMATCH:
+                advanced = self.attempts.mismatched(nodeclaim)
+                log.warning("client token used by an earlier launch",
+                            **obj_ref("NodeClaim", nodeclaim.name), clientToken=pending.token,
+                            newToken=advanced)  # fmt: skip
+            elif not _unanswered(exc):
+                self.attempts.failed(nodeclaim)
             if code in _TEMPLATE_NOT_FOUND:
                 raise _TemplatesMissing(f"creating fleet: {exc}", code) from None
             raise CreateError(f"creating fleet: {exc}", code) from None
@@ -329,7 +367,13 @@ class InstanceLauncher:
             self.unavailable.mark(iced)
             log.info("offerings out of capacity", nodeclaim=nodeclaim.name,
                      offerings=[f"{t}/{z}/{c}" for t, z, c in iced])  # fmt: skip
-        return fleet.read_fleet_response(response, capacity_type)
+        try:
+            launch = fleet.read_fleet_response(response, capacity_type)
+        except (CreateError, InsufficientCapacity):  # nothing launched
+            self.attempts.failed(nodeclaim)
+            raise
+        self.attempts.launched(nodeclaim)
+        return launch
 
     def _offering(
         self,
@@ -417,38 +461,3 @@ class InstanceLauncher:
             self.clients, instance_id, cluster_name=self.cluster.name
         )
         log.info("terminating instance", instance=instance_id)
-
-
-def instance_from_launch(
-    launch: fleet.FleetLaunch, nodeclaim: NodeClaim, capacity_type: str, *, created: datetime
-) -> Instance:
-    """The `Instance` of a fresh launch, from the fleet's answer alone."""
-    labels = {LABEL_INSTANCE_TYPE: launch.instance_type, LABEL_ZONE: launch.zone,
-              LABEL_CAPACITY_TYPE: capacity_type}  # fmt: skip
-    nodepool = nodeclaim.metadata.labels.get(LABEL_NODEPOOL)
-    if nodepool:
-        labels[LABEL_NODEPOOL] = nodepool
-    return Instance(
-        provider_id=provider_id(launch.zone, launch.instance_id),
-        nodeclaim=nodeclaim.name,
-        instance_type=launch.instance_type,
-        zone=launch.zone,
-        capacity_type=capacity_type,
-        image_id=launch.image_id,
-        labels=labels,
-        created=created,
-    )
-
-
-def reservation_labels(nodeclass: EC2NodeClass, reservation_id: str) -> dict[str, str]:
-    """The capacity reservation labels of a node launched into ``reservation_id``."""
-    if not reservation_id:
-        return {}
-    labels = {LABEL_AWS_CAPACITY_RESERVATION_ID: reservation_id}
-    for reservation in nodeclass.status.capacity_reservations:
-        if reservation.id == reservation_id:
-            labels[LABEL_AWS_CAPACITY_RESERVATION_TYPE] = reservation.reservation_type
-            labels[LABEL_AWS_CAPACITY_RESERVATION_INTERRUPTIBLE] = (
-                "true" if reservation.interruptible else "false"
-            )
-    return labels

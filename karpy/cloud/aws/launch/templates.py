@@ -7,9 +7,11 @@ in the template. Templates are named ``karpenter.k8s.aws/<hash>`` where the hash
 the whole template (its data and tags), so equal configurations share one template, a
 changed node class or AMI gets a new one, and any process computes the same name: a
 template is looked up by name before it is created, and a concurrent creator's
-``AlreadyExists`` is success. Known names are remembered in memory (the launcher drops one
-when CreateFleet reports it missing); `delete_launch_templates` removes every template
-of a node class when the class goes away.
+``AlreadyExists`` is success. Known names are remembered in memory with when each was last
+used, at most `MAX_KNOWN` of them (the least recently used forgotten first; the launcher
+drops one when CreateFleet reports it missing, the garbage collector when it deletes it).
+`delete_launch_templates` removes every template of a node class when the class goes
+away; `karpy.cloud.aws.launch.templategc` removes those no launch has used for a while.
 
 Defaults follow Karpenter: IMDSv2 required with a hop limit of 1 (the node class's
 ``metadataOptions`` defaults), and when the class lists no block devices the AMI family's
@@ -22,23 +24,28 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
 from karpy.apis.ec2nodeclass import BlockDevice, BlockDeviceMapping
 from karpy.apis.labels import CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT
+from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.aws.launch.tags import TAG_EKS_CLUSTER_NAME, TAG_NODECLASS, ec2_tags, tag_filters
 from karpy.log import get_logger
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from datetime import datetime
 
     from karpy.apis.ec2nodeclass import EC2NodeClass
+    from karpy.base.clock import Clock
     from karpy.cloud.aws.clients import AWSClients
 
 __all__ = [
     "LAUNCH_TEMPLATE_PREFIX",
+    "MAX_KNOWN",
     "LaunchTemplates",
     "default_block_device_mappings",
     "delete_launch_templates",
@@ -49,6 +56,7 @@ __all__ = [
 log = get_logger("aws.launchtemplates")
 
 LAUNCH_TEMPLATE_PREFIX: Final = "karpenter.k8s.aws"
+MAX_KNOWN: Final = 4096
 _GIB: Final = 1 << 30
 _NOT_FOUND: Final = frozenset(
     {"InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound",
@@ -154,15 +162,34 @@ def _code(exc: ClientError) -> str:
 
 
 class LaunchTemplates:
-    """Ensures launch templates exist, remembering the names it has seen exist."""
+    """Ensures launch templates exist, remembering the names it has seen exist and when
+    each was last used (module docstring)."""
 
-    def __init__(self, clients: AWSClients) -> None:
+    def __init__(
+        self, clients: AWSClients, *, clock: Clock = SYSTEM_CLOCK, max_known: int = MAX_KNOWN
+    ) -> None:
         self.clients = clients
-        self._known: set[str] = set()
+        self.clock = clock
+        self.max_known = max_known
+        self._known: OrderedDict[str, datetime] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def _used(self, name: str) -> None:
+        self._known[name] = self.clock.now()
+        self._known.move_to_end(name)
+        while len(self._known) > self.max_known:
+            self._known.popitem(last=False)
+
+    def last_used(self, name: str) -> datetime | None:
+        """When a launch last used ``name`` (None when not remembered)."""
+        return self._known.get(name)
 
     async def ensure(self, name: str, data: Mapping[str, Any], tags: Mapping[str, str]) -> str:
         """Make sure the template ``name`` exists (find it, else create it); returns ``name``."""
         if name in self._known:
+            self._used(name)
             return name
         ec2 = await self.clients.ec2()
         try:
@@ -185,12 +212,13 @@ class LaunchTemplates:
             except ClientError as exc:
                 if _code(exc) != _ALREADY_EXISTS:
                     raise
-        self._known.add(name)
+        self._used(name)
         return name
 
     def forget(self, name: str) -> None:
-        """Drop ``name`` from memory (it was reported missing); the next use recreates it."""
-        self._known.discard(name)
+        """Drop ``name`` from memory (it was reported missing, or deleted); the next use
+        looks it up again and recreates it."""
+        self._known.pop(name, None)
 
 
 async def delete_launch_templates(clients: AWSClients, *, cluster_name: str, nodeclass: str) -> int:
