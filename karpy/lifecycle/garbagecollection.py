@@ -23,7 +23,9 @@ when three independent looks agree (`karpy.lifecycle.claimed` says why each):
 3. it was already a confirmed suspect, for the same reason, at least ``confirm_after``
    (60 s) earlier. The first time each suspect was confirmed is kept in memory, per
    instance, by the injected clock; entries for instances that are claimed again, gone or
-   terminating are forgotten each pass, and at most ``MAX_SUSPECTS`` are kept.
+   terminating are forgotten each pass, and at most ``MAX_SUSPECTS`` are kept. A pass
+   that leaves suspects asks for the next one when the oldest may be confirmed, so a
+   leak is collected about a minute after it is first seen, not a whole period later.
 
 A restart forgets the suspects, which only delays a termination by one more pass.
 """
@@ -43,7 +45,7 @@ from karpy.kube.resources import NODECLAIMS
 from karpy.lifecycle.claimed import ClaimedInstances, UnreadableList, Verdict, list_claimed
 from karpy.lifecycle.conditions import REGISTERED, is_true
 from karpy.log import get_logger, obj_ref
-from karpy.reconcile import DONE, Result
+from karpy.reconcile import DONE, Result, requeue_after
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -63,6 +65,7 @@ PERIOD: Final = 120.0  # seconds; the resync period its controller is given
 DEFAULT_GRACE: Final = 30.0
 DEFAULT_CONFIRM_AFTER: Final = 60.0
 MAX_SUSPECTS: Final = 10_000
+MIN_REQUEUE: Final = 1.0  # seconds
 
 
 @attrs.frozen(slots=True)
@@ -114,12 +117,12 @@ class GarbageCollection:
                 node = snapshot.node_by_provider(claim.status.provider_id)
                 if node is None or not node.ready:
                     await self._delete(claim)
-        return DONE
+        return self._next_confirmation()
 
     # -- instances no NodeClaim claims -------------------------------------------------
 
     async def _collect_instances(self, live: Sequence[Instance], known: ClaimedInstances) -> None:
-        suspected = [(i, v) for i in live if self._old_enough(i) and (v := known.verdict(i))]
+        suspected = [i for i in live if self._old_enough(i) and known.verdict(i) is not None]
         if not suspected:
             self.suspects.clear()
             return
@@ -131,7 +134,7 @@ class GarbageCollection:
             return
         now = self.ctx.clock.now()
         confirmed: dict[str, tuple[Instance, Verdict]] = {}
-        for instance, _ in suspected:
+        for instance in suspected:
             verdict = fresh.verdict(instance)
             if verdict is not None:
                 confirmed[instance.provider_id] = (instance, verdict)
@@ -148,6 +151,14 @@ class GarbageCollection:
             if (now - suspect.since).total_seconds() >= self.confirm_after:
                 await self._terminate(instance, suspect)
                 del self.suspects[provider_id]
+
+    def _next_confirmation(self) -> Result:
+        """Come back when the oldest suspect may be confirmed, not a whole period later."""
+        if not self.suspects:
+            return DONE
+        now = self.ctx.clock.now()
+        waited = max((now - s.since).total_seconds() for s in self.suspects.values())
+        return requeue_after(max(self.confirm_after - waited, MIN_REQUEUE))
 
     def _old_enough(self, instance: Instance) -> bool:
         created = instance.created

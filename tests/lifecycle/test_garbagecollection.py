@@ -19,6 +19,7 @@ from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.lifecycle.context import Lifecycle
 from karpy.lifecycle.garbagecollection import GarbageCollection
+from karpy.reconcile import DONE
 from karpy.state.cluster import ClusterState
 from tests import factories as f
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
@@ -96,15 +97,17 @@ async def test_an_orphan_is_terminated_on_the_second_pass_a_minute_after_the_fir
         leaked = await launched(world, ctx, "default-leaked")
         gc = GarbageCollection(ctx, grace=30)
         await clock.advance(31)
-        await gc.reconcile("gc")
+        first = await gc.reconcile("gc")
         assert gc.terminated == 0, "first sighting: remembered, not terminated"
         assert gc.suspects[leaked].reason == "orphan"
+        assert first.requeue_after == 60, "the confirming pass comes a minute later"
         await clock.advance(59)
-        await gc.reconcile("gc")
+        early = await gc.reconcile("gc")
         assert gc.terminated == 0 and instance_exists(world, leaked), "59 s is not a minute"
+        assert early.requeue_after == 1
         await clock.advance(1)
-        await gc.reconcile("gc")
-        assert gc.terminated == 1
+        confirming = await gc.reconcile("gc")
+        assert gc.terminated == 1 and confirming == DONE
         assert not instance_exists(world, leaked)
         assert terminated_total(world, "orphan") == 1
         assert gc.suspects == {}
