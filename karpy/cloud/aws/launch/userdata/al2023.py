@@ -16,7 +16,6 @@ and real nodeadm read the same document. karpy also lists the taints as a
 from __future__ import annotations
 
 import base64
-import binascii
 from typing import Any
 
 import yaml
@@ -51,7 +50,7 @@ def node_config(opts: BootstrapOptions) -> dict[str, Any]:
     if cluster.ca_bundle:
         try:
             raw_ca = base64.b64decode(cluster.ca_bundle, validate=True)
-        except binascii.Error as exc:
+        except ValueError as exc:  # binascii.Error, or text that is not ASCII
             raise NodeClassNotReady(f"decoding the cluster CA bundle: {exc}") from None
         cluster_spec["certificateAuthority"] = base64.b64encode(raw_ca).decode()
     kubelet_config = dict(opts.kubelet)

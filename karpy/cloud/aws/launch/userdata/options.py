@@ -8,11 +8,21 @@ writes it inline into nodeadm's ``NodeConfig``, Bottlerocket maps it onto its se
 AL2 turns it into flags. Flag rendering follows Karpenter's bootstrap (quoted lists,
 ``<`` between eviction signal and threshold) with map keys sorted, so equal inputs give
 byte-equal user data and hence the same launch template.
+
+The flags travel as one string (bootstrap.sh's ``--kubelet-extra-args``, nodeadm's
+``flags``) that is split into words later, shell-style, by systemd. So each flag value is
+one double-quoted word (`flag_value`): ``"`` and ``\\`` escaped; control characters and
+``'`` refused (bootstrap.sh writes the string into a systemd unit as
+``Environment='KUBELET_EXTRA_ARGS=...'``, where a line break would start a new unit line
+and a ``'`` would end the assignment and start another); and a label, taint or map entry
+that contains its list's own separators (``,`` between entries, ``=``/``<``/``:`` inside
+one) is refused rather than written as two entries. Refusals are `ValueError`, which the
+launcher reports as invalid user data.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BootstrapOptions",
-    "go_quote",
+    "flag_value",
     "kubelet_extra_args",
     "node_label_arg",
     "taint_arg",
@@ -46,36 +56,59 @@ class BootstrapOptions:
         return [str(v) for v in self.kubelet.get("clusterDNS") or ()]
 
 
-def go_quote(text: str) -> str:
-    """``text`` in double quotes with Go's ``%q`` escapes (JSON's agree for what appears in
-    labels and taints)."""
-    return json.dumps(text, ensure_ascii=False)
+_UNWRITABLE = re.compile(r"[\x00-\x1f\x7f']")
+
+
+def flag_value(text: str) -> str:
+    """``text`` as one double-quoted word of a kubelet command line (see the module
+    docstring); for the characters labels, taints and quantities use, this is Go's ``%q``,
+    as Karpenter writes it. `ValueError` for control characters and ``'``."""
+    found = _UNWRITABLE.search(text)
+    if found:
+        raise ValueError(f"{text!r} contains {found.group()!r}, which no kubelet flag may")
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _entry(what: str, text: str, separators: str) -> str:
+    """``text`` unchanged, unless it holds one of ``separators`` (`ValueError`)."""
+    found = [c for c in separators if c in text]
+    if found:
+        raise ValueError(f"{what} {text!r} contains {found[0]!r}, a separator of its flag")
+    return text
 
 
 def taint_text(taint: Taint) -> str:
     """``key=value:Effect`` (``key:Effect`` without a value), as kubelet flags write taints."""
-    head = f"{taint.key}={taint.value}" if taint.value else taint.key
-    return f"{head}:{taint.effect}"
+    key = _entry("taint key", taint.key, ",=:")
+    head = f"{key}={_entry('taint value', taint.value, ',:')}" if taint.value else key
+    return f"{head}:{_entry('taint effect', taint.effect, ',')}"
 
 
 def node_label_arg(labels: Mapping[str, str]) -> str:
     """``--node-labels="k=v,..."`` in key order, or "" without labels."""
     if not labels:
         return ""
-    joined = ",".join(f"{key}={labels[key]}" for key in sorted(labels))
-    return f"--node-labels={go_quote(joined)}"
+    joined = ",".join(
+        f"{_entry('label key', key, ',=')}={_entry('label value', labels[key], ',')}"
+        for key in sorted(labels)
+    )
+    return f"--node-labels={flag_value(joined)}"
 
 
 def taint_arg(taints: tuple[Taint, ...]) -> str:
     """``--register-with-taints="k=v:Effect,..."`` (always present, possibly empty)."""
-    return f"--register-with-taints={go_quote(','.join(taint_text(t) for t in taints))}"
+    return f"--register-with-taints={flag_value(','.join(taint_text(t) for t in taints))}"
 
 
 def _joined_arg(name: str, values: Any, separator: str) -> str:
     if not isinstance(values, Mapping) or not values:
         return ""
-    joined = ",".join(f"{key}{separator}{values[key]}" for key in sorted(values))
-    return f"{name}={go_quote(joined)}"
+    joined = ",".join(
+        f"{_entry(name + ' key', str(key), ',' + separator)}{separator}"
+        f"{_entry(name + ' value', str(values[key]), ',')}"
+        for key in sorted(values)
+    )
+    return f"{name}={flag_value(joined)}"
 
 
 def kubelet_extra_args(opts: BootstrapOptions) -> list[str]:

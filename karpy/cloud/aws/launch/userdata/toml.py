@@ -5,29 +5,39 @@ and (nested) arrays of those. Within a table, plain values come before sub-table
 keep the order of the mapping, so the caller decides the order (Karpenter's typed
 Kubernetes settings keep their field order; everything else is sorted). Strings are
 literal (``'...'``) when they can be, keys bare when they can be, as Go's go-toml writes.
+
+Every string (value or key) reads back as exactly itself: a literal string is used only
+for text without ``'`` and control characters; anything else is a basic string with
+``\\``, ``"`` and every control character (DEL included) escaped, so no value can close
+its string and start a key or table of its own. Dates and times from the user's TOML are
+written back as TOML dates and times.
 """
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["dumps"]
 
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _string(value: str) -> str:
-    if "'" not in value and "\n" not in value and not any(ord(c) < 0x20 for c in value):
+    if "'" not in value and not _CONTROL.search(value):
         return f"'{value}'"
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    escaped = re.sub(r"[\x00-\x1f]", lambda m: f"\\u{ord(m.group()):04x}", escaped)
+    escaped = _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", escaped)
     return f'"{escaped}"'
 
 
 def _key(key: str) -> str:
-    return key if _BARE_KEY.match(key) else _string(key)
+    return key if _BARE_KEY.fullmatch(key) else _string(key)
 
 
 def _value(value: Any) -> str:
@@ -37,6 +47,8 @@ def _value(value: Any) -> str:
         return repr(value)
     if isinstance(value, str):
         return _string(value)
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
     if isinstance(value, Sequence):
         return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, Mapping):
