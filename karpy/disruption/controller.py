@@ -9,7 +9,8 @@ wins the pass. Empty-node and consolidation commands are then *validated*: a lat
 ``validation_delay`` (15 s, Karpenter's) on, recomputes the candidates, budgets and, for
 consolidation, the simulation on a new snapshot, and abandons the command unless it
 still holds (pods may have arrived, budgets may have closed). No pass sleeps, so a stop
-or a lost lease never waits on a decision.
+or a lost lease never waits on a decision, and a pass cancelled during its what-if solves
+stops their worker thread too (`karpy.provisioning.cancellable.solve_in_thread`).
 
 Starting a command writes it to the API: each candidate NodeClaim gets the
 ``DisruptionReason`` condition and the names of its replacements, then the replacement
@@ -24,7 +25,6 @@ pass, so an empty node is never stranded by a missed event.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import TYPE_CHECKING, Final
 
@@ -58,6 +58,7 @@ from karpy.lifecycle.conditions import (
     set_condition,
 )
 from karpy.log import describe_error, get_logger, obj_ref
+from karpy.provisioning.cancellable import solve_in_thread
 from karpy.provisioning.nodeclaims import nodeclaim_for, random_suffix
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
@@ -191,10 +192,10 @@ class Disruption:
         drifted = [c for c in drifting if is_true(c.claim, DRIFTED)]
         if drifted:
             budgets = self._budgets(snapshot, DisruptionReason.DRIFTED, now)
-            outcome = await asyncio.to_thread(
-                self._timed, DisruptionReason.DRIFTED, ConsolidationType.DRIFT, drifted,
-                lambda: drift_command(drifted, budgets, what_if),
-            )  # fmt: skip
+            outcome = await solve_in_thread(lambda cancel: self._timed(
+                DisruptionReason.DRIFTED, ConsolidationType.DRIFT, drifted,
+                lambda: drift_command(drifted, budgets, what_if.cancelled_by(cancel)),
+            ))  # fmt: skip
             self._report_unconsolidatable(outcome, "DisruptionBlocked")
             if outcome.command is not None:
                 return outcome.command
@@ -210,18 +211,20 @@ class Disruption:
             self._consolidated = (fingerprint, self.clock.monotonic())
             return None
         spot_to_spot = self.settings.feature_gates.spot_to_spot_consolidation
-        outcome = await asyncio.to_thread(
-            self._timed, DisruptionReason.UNDERUTILIZED, ConsolidationType.MULTI, chosen,
-            lambda: multi_node_command(chosen, what_if, spot_to_spot=spot_to_spot),
-        )  # fmt: skip
+        outcome = await solve_in_thread(lambda cancel: self._timed(
+            DisruptionReason.UNDERUTILIZED, ConsolidationType.MULTI, chosen,
+            lambda: multi_node_command(chosen, what_if.cancelled_by(cancel),
+                                       spot_to_spot=spot_to_spot),
+        ))  # fmt: skip
         if outcome.command is not None:
             return outcome.command
         deadline = time.monotonic() + SINGLE_NODE_TIMEOUT
-        outcome = await asyncio.to_thread(
-            self._timed, DisruptionReason.UNDERUTILIZED, ConsolidationType.SINGLE, chosen,
-            lambda: single_node_command(chosen, what_if, spot_to_spot=spot_to_spot,
+        outcome = await solve_in_thread(lambda cancel: self._timed(
+            DisruptionReason.UNDERUTILIZED, ConsolidationType.SINGLE, chosen,
+            lambda: single_node_command(chosen, what_if.cancelled_by(cancel),
+                                        spot_to_spot=spot_to_spot,
                                         out_of_time=lambda: time.monotonic() > deadline),
-        )  # fmt: skip
+        ))  # fmt: skip
         self._report_unconsolidatable(outcome, "Unconsolidatable")
         if outcome.command is None:
             self._consolidated = (fingerprint, self.clock.monotonic())
@@ -298,11 +301,11 @@ class Disruption:
                 settings=self.settings,
                 budget=SIMULATION_BUDGET,
             )
-            again, why = await asyncio.to_thread(
-                consolidate, still, what_if,
-                spot_to_spot=self.settings.feature_gates.spot_to_spot_consolidation,
+            spot_to_spot = self.settings.feature_gates.spot_to_spot_consolidation
+            again, why = await solve_in_thread(lambda cancel: consolidate(
+                still, what_if.cancelled_by(cancel), spot_to_spot=spot_to_spot,
                 consolidation_type=command.consolidation_type,
-            )  # fmt: skip
+            ))  # fmt: skip
             if again is None:
                 problem = f"consolidation no longer possible: {why}"
             elif len(again.replacements) > len(command.replacements):

@@ -22,6 +22,7 @@ from karpy.scheduling.reschedule import reschedulable_pods
 from karpy.scheduling.solver import Scheduler
 
 if TYPE_CHECKING:
+    import threading
     from collections.abc import Mapping, Sequence
 
     from karpy.disruption.candidates import Candidate
@@ -69,6 +70,13 @@ class WhatIf:
         self.budget = budget
         self._base: RoundInput | None = None
         self.budgets = [b.budget for b in snapshot.budgets.values()]
+        self.cancel: threading.Event | None = None  # set: solves raise SolveCancelled
+
+    def cancelled_by(self, cancel: threading.Event) -> WhatIf:
+        """These what-ifs, their solves ending with `SolveCancelled` once ``cancel`` is set
+        (`karpy.provisioning.cancellable.solve_in_thread` sets it)."""
+        self.cancel = cancel
+        return self
 
     @property
     def base(self) -> RoundInput:
@@ -96,7 +104,7 @@ class WhatIf:
             preference_policy=settings.preference_policy,
             reserved_capacity=settings.feature_gates.reserved_capacity, reserved_fallback=True,
         )  # fmt: skip
-        results = scheduler.solve(pods, budget=self.budget)
+        results = scheduler.solve(pods, budget=self.budget, cancel=self.cancel)
         moving = {p.key for p in pods[base.pending :]}  # candidates' and deleting nodes'
         own_keys = {p.key for p in own}
         failures = [f"{u.pod.key}: {u.render()}" for u in results.unschedulable

@@ -8,7 +8,8 @@ A round (`Provisioner.reconcile`) runs only on a synced cluster state, one at a 
 3. build the round's inputs (`build_round_input`): the pods pending now minus those
    nominated to capacity on its way, plus pods of nodes being deleted;
 4. solve, in a worker thread so the event loop keeps serving watches, leases and probes,
-   bounded by ``SCHEDULING_TIMEOUT``;
+   bounded by ``SCHEDULING_TIMEOUT``; a round cancelled mid-solve (the controller stops
+   or loses its lease) stops the thread too and creates nothing (`solve_in_thread`);
 5. create the NodeClaims decided on (bounded concurrency, NodePool limits re-checked
    against what exists), nominate their pods, and record ``Nominated`` Events; record a
    ``FailedScheduling`` Event with the scheduler's one-line reason for each pod that
@@ -37,6 +38,7 @@ from karpy.kube.errors import AlreadyExists, KubeError, TransportError
 from karpy.kube.events import Event, ObjectRef
 from karpy.kube.resources import NODECLAIMS
 from karpy.log import describe_error, get_logger, obj_ref
+from karpy.provisioning.cancellable import solve_in_thread
 from karpy.provisioning.contextcache import ContextCache
 from karpy.provisioning.inputs import build_round_input
 from karpy.provisioning.nodeclaims import nodeclaim_for, random_suffix
@@ -112,6 +114,7 @@ class Provisioner:
         )  # fmt: skip
         self.timeout = settings.scheduling_timeout / 1e9
         self.rounds = 0
+        self.solving = False  # a round's solve is running in a worker thread
         self._created: dict[str, tuple[NodeClaim, float]] = {}  # not yet seen by the informer
         self._first_seen: dict[str, float] = {}  # pending pod key -> monotonic first sight
         self._no_pools_reported = False
@@ -172,7 +175,7 @@ class Provisioner:
             compiled.context, inputs.cluster, preference_policy=self.settings.preference_policy,
             reserved_capacity=self.settings.feature_gates.reserved_capacity,
         )  # fmt: skip
-        results = await asyncio.to_thread(scheduler.solve, inputs.pods, budget=self.timeout)
+        results = await self._solve(scheduler, inputs.pods)
         created = await self._create_all(results.new_nodeclaims, snapshot, compiled)
         self._nominate_existing(results, snapshot)
         self._report_unschedulable(results, _unused_pools(snapshot, compiled))
@@ -182,6 +185,22 @@ class Provisioner:
         if results.deferred:
             return requeue_after(0)
         return DONE
+
+    async def _solve(self, scheduler: Scheduler, pods: Sequence[Pod]) -> Results:
+        """The round's solve, in a worker thread that ends with the round if the round is
+        cancelled (`solve_in_thread`): then nothing is created and the round counts as
+        abandoned."""
+        self.solving = True
+        try:
+            return await solve_in_thread(
+                lambda cancel: scheduler.solve(pods, budget=self.timeout, cancel=cancel)
+            )
+        except asyncio.CancelledError:
+            log.info("abandoned provisioning round", pods=len(pods))
+            self._count_round("abandoned")
+            raise
+        finally:
+            self.solving = False
 
     # --- nominations ---------------------------------------------------------------------
 

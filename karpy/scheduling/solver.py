@@ -25,6 +25,13 @@ remembered per shape so a node is not re-examined for a shape it already refused
 The solve is pure and synchronous. A time budget bounds it: when the caller's clock says
 the budget is spent, placements so far are returned and the remaining pods are reported
 as deferred, not unschedulable.
+
+It runs in a worker thread, which Python cannot interrupt, so a stopping controller asks it
+to stop: the caller passes a `threading.Event` as ``cancel`` and sets it. The solve looks
+at it between groups of pods (when the pod shape changes, and every `CANCEL_CHECK_PODS`
+pods of one shape) and raises `SolveCancelled`: a cancelled round has no result at all,
+since NodeClaims planned for part of a queue would be sized and spread for a round that
+never finished.
 """
 
 from __future__ import annotations
@@ -68,6 +75,7 @@ from karpy.scheduling.volumelimits import pod_volumes
 from karpy.scheduling.volumes import VolumeCatalog, VolumeError, volume_requirements
 
 if TYPE_CHECKING:
+    import threading
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
     from karpy.scheduling.context import PoolCandidates, SchedulingContext
@@ -77,15 +85,25 @@ if TYPE_CHECKING:
     from karpy.scheduling.requirements import Requirements
     from karpy.scheduling.volumelimits import PodVolumes
 
-__all__ = ["ClusterSnapshot", "Scheduler"]
+__all__ = ["ClusterSnapshot", "Scheduler", "SolveCancelled"]
 
 DEFAULT_BUDGET_SECONDS: Final = 30.0
+# Pods of one shape tried between two looks at the cancel flag.
+CANCEL_CHECK_PODS: Final = 64
 # Outcomes of trying one pod shape against all capacity.
 MAX_INSTANCE_TYPES: Final = 600
 # Resources whose room a planned claim tracks, to skip claims too small for a pod.
 _ROOM_RESOURCES: Final = ("cpu", "memory")
 # Use an index of candidate hosts when it is smaller than this share of the nodes.
 _INDEX_SHARE: Final = 4
+
+
+class SolveCancelled(Exception):
+    """The solve stopped because its ``cancel`` flag was set; the round has no result."""
+
+    def __init__(self, pods_tried: int) -> None:
+        super().__init__(f"solve cancelled after {pods_tried} pod(s) tried")
+        self.pods_tried = pods_tried
 
 
 @attrs.frozen(slots=True)
@@ -164,8 +182,10 @@ class Scheduler:
         *,
         clock: Callable[[], float] = time.monotonic,
         budget: float = DEFAULT_BUDGET_SECONDS,
+        cancel: threading.Event | None = None,
     ) -> Results:
         """Place ``pods``; stop placing when ``budget`` seconds of ``clock`` have passed.
+        Raise `SolveCancelled` soon after ``cancel`` is set (see the module docstring).
 
         A `Scheduler` plans one round: build a new one (cheap, given the context) for the
         next.
@@ -174,9 +194,19 @@ class Scheduler:
             raise RuntimeError("a Scheduler solves one round; create a new one per round")
         self._solved = True
         with gc_paused():
-            return self._solve(pods, clock=clock, budget=budget)
+            return self._solve(pods, clock=clock, budget=budget, cancel=cancel)
 
-    def _solve(self, pods: Sequence[Pod], *, clock: Callable[[], float], budget: float) -> Results:
+    def _solve(
+        self,
+        pods: Sequence[Pod],
+        *,
+        clock: Callable[[], float],
+        budget: float,
+        cancel: threading.Event | None,
+    ) -> Results:
+        cancelled = cancel.is_set if cancel is not None else _never
+        if cancelled():
+            raise SolveCancelled(0)
         started = clock()
         deadline = started + budget
         unschedulable: list[Unschedulable] = []
@@ -216,6 +246,8 @@ class Scheduler:
         queue = PodQueue(pod for pod, _ in schedulable)
         failed: dict[int, Pod] = {}
         deferred: list[Pod] = []
+        last_shape: PodShape | None = None
+        tried = same_shape = 0
         while True:
             pod = queue.pop()
             if pod is None:
@@ -224,11 +256,20 @@ class Scheduler:
                 deferred.append(pod)
                 deferred.extend(queue.remaining())
                 break
-            if self._try_schedule(pod, shape_of[id(pod)]):
+            shape = shape_of[id(pod)]
+            if shape is not last_shape or same_shape >= CANCEL_CHECK_PODS:
+                if cancelled():
+                    raise SolveCancelled(tried)
+                last_shape, same_shape = shape, 0
+            same_shape += 1
+            tried += 1
+            if self._try_schedule(pod, shape):
                 failed.pop(id(pod), None)
             else:
                 failed[id(pod)] = pod
                 queue.push(pod)
+        if cancelled():  # explaining failures and finishing claims take a while too
+            raise SolveCancelled(tried)
         explainer = Explainer(self.env, self.fresh_claim, self.limits)
         unschedulable.extend(
             Unschedulable(pod, explainer.explain(shape_of[id(pod)])) for pod in failed.values()
@@ -514,6 +555,10 @@ def _short_of(room: Mapping[str, int], requests: Mapping[str, int]) -> tuple[str
         if left is not None and left < requests.get(resource, 0):
             return resource, left
     return None
+
+
+def _never() -> bool:
+    return False
 
 
 def _ignored(problem: str) -> UnschedulableReason:
