@@ -46,6 +46,7 @@ from karpy.cloud.aws.interruption import (
     InterruptionMetrics,
 )
 from karpy.cloud.aws.launch import InstanceLauncher, parse_provider_id
+from karpy.cloud.aws.launch.templategc import LaunchTemplateGC
 from karpy.cloud.aws.nodeclass import nodeclass_controllers
 from karpy.cloud.errors import NodeClaimNotFound, NodeClassNotReady
 from karpy.cloud.provider import Instance, RepairPolicy
@@ -223,7 +224,8 @@ class AWSCloudProvider:
 
     def controllers(self, recorder: EventRecorder) -> Sequence[Component]:
         """The EC2NodeClass controller, the catalog refreshers (with learned allocatable),
-        EC2 status checks, and the SQS reader when ``INTERRUPTION_QUEUE`` is set."""
+        EC2 status checks, launch template garbage collection, and the SQS reader when
+        ``INTERRUPTION_QUEUE`` is set."""
         components: list[Component] = list(
             nodeclass_controllers(
                 self.clients,
@@ -252,6 +254,10 @@ class AWSCloudProvider:
                 karpenter_metrics=karpenter,
             )
         )
+        components.append(
+            LaunchTemplateGC(self.clients, self.settings.cluster_name,
+                             launcher=lambda: self._launcher, clock=self.clock, registry=registry)
+        )  # fmt: skip
         if self.settings.interruption_queue:
             components.append(
                 InterruptionController(

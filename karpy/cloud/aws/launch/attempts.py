@@ -30,8 +30,8 @@ What decides whether the next CreateFleet of a NodeClaim reuses the token:
   the tag lookup sees whatever it launched.
 
 Memory holds one entry per NodeClaim, least recently used dropped beyond `MAX_TRACKED`.
-The launch templates named by pending requests are *in use*: the template garbage
-collector never deletes them (`templates_in_use`).
+The launch templates named by requests in flight or whose answer was lost are *in use*:
+the template garbage collector never deletes them (`templates_in_use`).
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ class PendingLaunch:
 class _Entry:
     attempt: int = 0
     pending: PendingLaunch | None = None
+    launched: bool = False  # the pending request was answered with an instance
     mismatch_since: datetime | None = None
 
 
@@ -160,6 +161,7 @@ class LaunchAttempts:
             sent=self.clock.now(),
         )
         entry.pending = pending
+        entry.launched = False
         return pending
 
     def failed(self, nodeclaim: NodeClaim) -> None:
@@ -171,7 +173,9 @@ class LaunchAttempts:
 
     def launched(self, nodeclaim: NodeClaim) -> None:
         """EC2 answered with an instance: keep the request, a repeat gets the same one."""
-        self._entry(nodeclaim_key(nodeclaim)).mismatch_since = None
+        entry = self._entry(nodeclaim_key(nodeclaim))
+        entry.launched = True
+        entry.mismatch_since = None
 
     def mismatched(self, nodeclaim: NodeClaim) -> bool:
         """EC2 knows the token from another request; True once `mismatch_wait` has passed
@@ -191,11 +195,14 @@ class LaunchAttempts:
         self._entries.pop(nodeclaim_key(nodeclaim), None)
 
     def templates_in_use(self) -> set[str]:
-        """The launch templates named by requests that may still be resent."""
+        """The launch templates named by requests in flight or whose answer was lost (a
+        launched request is resent only in the moments before its NodeClaim records the
+        instance, which the template collector's idle time covers)."""
         now = self.clock.now()
         return {
             name
             for entry in self._entries.values()
-            if entry.pending is not None and now - entry.pending.sent <= self.pending_ttl
+            if entry.pending is not None and not entry.launched
+            and now - entry.pending.sent <= self.pending_ttl
             for name in entry.pending.templates
-        }
+        }  # fmt: skip
