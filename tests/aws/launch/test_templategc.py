@@ -11,7 +11,7 @@ import attrs
 import pytest
 from prometheus_client import CollectorRegistry
 
-from karpy.cloud.aws.launch import InstanceLauncher
+from karpy.cloud.aws.launch import InstanceLauncher, delete_launch_templates
 from karpy.cloud.aws.launch.templategc import IDLE_AFTER, LaunchTemplateGC
 from karpy.cloud.aws.launch.templates import LaunchTemplates
 from karpy.cloud.aws.provider import AWSCloudProvider
@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 
 ON_DEMAND = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]
 IDLE = IDLE_AFTER.total_seconds()
+KARPY_TAGS = {"ResourceType": "launch-template", "Tags": [
+    {"Key": "kubernetes.io/cluster/test-cluster", "Value": "owned"},
+    {"Key": "eks:eks-cluster-name", "Value": "test-cluster"},
+    {"Key": "karpenter.k8s.aws/ec2nodeclass", "Value": "default"}]}  # fmt: skip
 
 
 @pytest.fixture
@@ -104,6 +108,9 @@ async def test_templates_of_another_cluster_or_not_karpys_are_kept(
             {"Key": "kubernetes.io/cluster/test-cluster", "Value": "owned"},
             {"Key": "eks:eks-cluster-name", "Value": "test-cluster"}]}],
     )  # fmt: skip
+    # every tag karpy writes, copied onto a template karpy did not name
+    await ec2.create_launch_template(LaunchTemplateName="copied-tags", LaunchTemplateData=data,
+                                     TagSpecifications=[KARPY_TAGS])  # fmt: skip
     everything = await template_names(aws_clients)
 
     gc = collector(aws_clients, launcher, clock)
@@ -198,3 +205,18 @@ async def test_the_aws_provider_runs_the_collector_on_its_launcher(
         assert gc.launcher() is None  # nothing launched yet: only first sightings count
         launcher = await provider.launcher()
         assert gc.launcher() is launcher
+
+
+async def test_a_node_class_deletion_removes_only_karpys_templates_of_it(
+    launcher: InstanceLauncher, aws_account: Account, aws_clients: AWSClients, priced: Any
+) -> None:
+    await launch_names(launcher, aws_clients, "claim-1", nodeclass(aws_account),
+                       [priced("m5.large")])  # fmt: skip
+    ec2 = await aws_clients.ec2()
+    await ec2.create_launch_template(
+        LaunchTemplateName="copied-tags", TagSpecifications=[KARPY_TAGS],
+        LaunchTemplateData={"ImageId": aws_account.amis["al2023"]["x86_64"]},
+    )  # fmt: skip
+    assert await delete_launch_templates(aws_clients, cluster_name="test-cluster",
+                                         nodeclass="default") == 1  # fmt: skip
+    assert await template_names(aws_clients) == {"copied-tags"}

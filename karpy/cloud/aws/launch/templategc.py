@@ -43,26 +43,20 @@ from prometheus_client import CollectorRegistry, Counter
 
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.aws.interruption.waiting import unless_stopped
-from karpy.cloud.aws.launch.tags import (
-    TAG_EKS_CLUSTER_NAME,
-    TAG_NODECLASS,
-    cluster_tag_key,
-    tag_filters,
-    tags_of,
-)
-from karpy.cloud.aws.launch.templates import LAUNCH_TEMPLATE_PREFIX
+from karpy.cloud.aws.launch.tags import tags_of
+from karpy.cloud.aws.launch.templates import is_owned_template, owned_template_filters
 from karpy.log import describe_error, get_logger
 
 if TYPE_CHECKING:
     import asyncio
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
     from datetime import datetime
 
     from karpy.base.clock import Clock
     from karpy.cloud.aws.clients import AWSClients
     from karpy.cloud.aws.launch.launcher import InstanceLauncher
 
-__all__ = ["IDLE_AFTER", "INTERVAL", "LaunchTemplateGC", "is_owned_template"]
+__all__ = ["IDLE_AFTER", "INTERVAL", "LaunchTemplateGC"]
 
 log = get_logger("aws.launchtemplates")
 
@@ -72,24 +66,6 @@ _NOT_FOUND: Final = frozenset(
     {"InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound",
      "InvalidLaunchTemplateId.NotFoundException"}
 )  # fmt: skip
-
-
-def owned_template_filters(cluster_name: str) -> list[dict[str, Any]]:
-    """EC2 ``Filters`` for the launch templates karpy made for ``cluster_name``."""
-    owned = {cluster_tag_key(cluster_name): "owned", TAG_EKS_CLUSTER_NAME: cluster_name}
-    return tag_filters(owned, keys=(TAG_NODECLASS,))
-
-
-def is_owned_template(name: str, tags: Mapping[str, str], cluster_name: str) -> bool:
-    """Whether a template (its name and tags) is karpy's for ``cluster_name``; checked again
-    on what DescribeLaunchTemplates answers, whatever the filters matched."""
-    return (
-        bool(cluster_name)
-        and name.startswith(f"{LAUNCH_TEMPLATE_PREFIX}/")
-        and tags.get(cluster_tag_key(cluster_name)) == "owned"
-        and tags.get(TAG_EKS_CLUSTER_NAME) == cluster_name
-        and bool(tags.get(TAG_NODECLASS))
-    )
 
 
 class LaunchTemplateGC:

@@ -32,7 +32,14 @@ from botocore.exceptions import ClientError
 from karpy.apis.ec2nodeclass import BlockDevice, BlockDeviceMapping
 from karpy.apis.labels import CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT
 from karpy.base.clock import SYSTEM_CLOCK
-from karpy.cloud.aws.launch.tags import TAG_EKS_CLUSTER_NAME, TAG_NODECLASS, ec2_tags, tag_filters
+from karpy.cloud.aws.launch.tags import (
+    TAG_EKS_CLUSTER_NAME,
+    TAG_NODECLASS,
+    cluster_tag_key,
+    ec2_tags,
+    tag_filters,
+    tags_of,
+)
 from karpy.log import get_logger
 
 if TYPE_CHECKING:
@@ -49,8 +56,10 @@ __all__ = [
     "LaunchTemplates",
     "default_block_device_mappings",
     "delete_launch_templates",
+    "is_owned_template",
     "launch_template_data",
     "launch_template_name",
+    "owned_template_filters",
 ]
 
 log = get_logger("aws.launchtemplates")
@@ -221,10 +230,30 @@ class LaunchTemplates:
         self._known.pop(name, None)
 
 
+def owned_template_filters(cluster_name: str) -> list[dict[str, Any]]:
+    """EC2 ``Filters`` for the launch templates karpy made for ``cluster_name``."""
+    owned = {cluster_tag_key(cluster_name): "owned", TAG_EKS_CLUSTER_NAME: cluster_name}
+    return tag_filters(owned, keys=(TAG_NODECLASS,))
+
+
+def is_owned_template(name: str, tags: Mapping[str, str], cluster_name: str) -> bool:
+    """Whether a template (its name and tags) is karpy's for ``cluster_name``; checked again
+    on what DescribeLaunchTemplates answers, whatever the filters matched."""
+    return (
+        bool(cluster_name)
+        and name.startswith(f"{LAUNCH_TEMPLATE_PREFIX}/")
+        and tags.get(cluster_tag_key(cluster_name)) == "owned"
+        and tags.get(TAG_EKS_CLUSTER_NAME) == cluster_name
+        and bool(tags.get(TAG_NODECLASS))
+    )
+
+
 async def delete_launch_templates(clients: AWSClients, *, cluster_name: str, nodeclass: str) -> int:
-    """Delete every launch template of ``nodeclass`` in the cluster; how many were deleted."""
+    """Delete every launch template karpy made for ``nodeclass`` in the cluster (those
+    `is_owned_template` accepts); how many were deleted."""
     ec2 = await clients.ec2()
-    filters = tag_filters({TAG_EKS_CLUSTER_NAME: cluster_name, TAG_NODECLASS: nodeclass})
+    filters = [*owned_template_filters(cluster_name),
+               *tag_filters({TAG_NODECLASS: nodeclass})]  # fmt: skip
     ids: list[tuple[str, str]] = []
     token: str | None = None
     while True:
@@ -232,7 +261,9 @@ async def delete_launch_templates(clients: AWSClients, *, cluster_name: str, nod
         if token:
             kwargs["NextToken"] = token
         page = await ec2.describe_launch_templates(**kwargs)
-        ids += [(t["LaunchTemplateId"], t["LaunchTemplateName"]) for t in page["LaunchTemplates"]]
+        ids += [(t["LaunchTemplateId"], t["LaunchTemplateName"]) for t in page["LaunchTemplates"]
+                if is_owned_template(t["LaunchTemplateName"], tags_of(t.get("Tags")),
+                                     cluster_name)]  # fmt: skip
         token = page.get("NextToken")
         if not token:
             break
