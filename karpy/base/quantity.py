@@ -16,6 +16,14 @@ Parsing follows the grammar of ``k8s.io/apimachinery/pkg/api/resource``::
 
 and, like Kubernetes, rounds a value finer than a milli-unit *up* (``"0.1m"`` → 1).
 
+Every quantity the CRDs' pattern admits and Kubernetes parses is read, however odd: the
+``n`` and ``u`` suffixes, exponents of any size (``"1e400"``, ``"5e-400"``), hundreds of
+digits. A value beyond Kubernetes' largest integer quantity, 2^63 - 1 units, is held as
+that (`MAX_MILLI`): no cluster can use that much of anything, so a NodePool limit of
+``"1e400"`` means what its author meant, no limit, rather than an error that would leave
+the NodePool unread. Nothing huge is ever computed: the order of magnitude is looked at
+before the value.
+
 This module is a leaf: it imports nothing from karpy, so the API models, the state
 store and the scheduler can all share it.
 """
@@ -24,9 +32,11 @@ from __future__ import annotations
 
 import re
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from typing import Final
 
 __all__ = [
     "BINARY_RESOURCES",
+    "MAX_MILLI",
     "QuantityError",
     "format_quantity",
     "format_resource",
@@ -41,6 +51,8 @@ class QuantityError(ValueError):
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
     "m": Decimal("0.001"),
     "": Decimal(1),
     "k": Decimal(10**3),
@@ -52,9 +64,12 @@ _DECIMAL = {
 }
 _QUANTITY = re.compile(
     r"^(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))"
-    r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exponent>[+-]?\d+)|(?P<decimal>[mkMGTPE]?))$"
+    r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exponent>[+-]?\d+)|(?P<decimal>[numkMGTPE]?))$"
 )
 _MILLI = Decimal(1000)
+MAX_MILLI: Final = (2**63 - 1) * 1000  # Kubernetes' largest integer quantity, in milli-units
+_HUGE: Final = 19  # a value of 10**19 units or more is beyond MAX_MILLI
+_TINY: Final = -4  # a value below 10**-3 units is below one milli-unit
 
 # Resources whose natural unit is bytes: printed with binary suffixes.
 BINARY_RESOURCES = frozenset({"memory", "ephemeral-storage", "storage"})
@@ -69,7 +84,7 @@ def parse_quantity(value: str | int | float) -> int:
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int):
-        return value * 1000
+        return _bounded(value * 1000)
     if isinstance(value, float):
         value = repr(value)
     text = value.strip()
@@ -78,18 +93,34 @@ def parse_quantity(value: str | int | float) -> int:
         raise QuantityError(f"{value!r} is not a quantity")
     try:
         number = Decimal(match["number"])
-        if match["binary"] is not None:
-            scaled = number * _BINARY[match["binary"]]
-        elif match["exponent"] is not None:
-            exponent = int(match["exponent"])
-            if abs(exponent) > 30:
-                raise QuantityError(f"{value!r} is out of range")
-            scaled = number.scaleb(exponent)
-        else:
-            scaled = number * _DECIMAL[match["decimal"] or ""]
-        return int((scaled * _MILLI).to_integral_value(rounding=ROUND_CEILING))
+        if not number:
+            return 0
+        exponent = _exponent(match["exponent"])
+        factor = Decimal(_BINARY[match["binary"]]) if match["binary"] else (
+            _DECIMAL[match["decimal"] or ""])  # fmt: skip
+        magnitude = number.adjusted() + exponent + factor.adjusted()  # of the value, in units
+        if magnitude >= _HUGE:
+            return MAX_MILLI if number > 0 else -MAX_MILLI
+        if magnitude <= _TINY:
+            return 1 if number > 0 else 0  # rounded up, as Kubernetes rounds
+        scaled = number.scaleb(exponent) * factor
+        return _bounded(int((scaled * _MILLI).to_integral_value(rounding=ROUND_CEILING)))
     except InvalidOperation as exc:  # pragma: no cover - the regex admits only numbers
         raise QuantityError(f"{value!r} is not a quantity") from exc
+
+
+def _exponent(text: str | None) -> int:
+    """A decimal exponent's value, bounded well past where any quantity saturates (so a
+    thousand-digit exponent is never turned into an int)."""
+    if text is None:
+        return 0
+    digits = text.lstrip("+-").lstrip("0")
+    value = int(digits) if digits and len(digits) <= 6 else 10**6 if digits else 0
+    return -value if text.startswith("-") else value
+
+
+def _bounded(milli: int) -> int:
+    return max(-MAX_MILLI, min(MAX_MILLI, milli))
 
 
 def is_binary_resource(resource: str) -> bool:
