@@ -10,8 +10,9 @@ and prints back to the same wire form. Defaults come from the schema in
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 from croniter import croniter
@@ -34,8 +35,10 @@ from karpy.apis.duration import (
 from karpy.apis.fielderrors import FieldError
 from karpy.apis.hashes import nodepool_template_hash
 from karpy.apis.nodepool_schema import NODEPOOL, NODEPOOL_SCHEMA
+from karpy.apis.openapi import QUANTITY_PATTERN, child_path
 from karpy.apis.resources import format_resource_list, parse_resource_list
 from karpy.apis.wire import KindModel, opt_int, prepare
+from karpy.base.quantity import QuantityError, parse_quantity
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -234,28 +237,43 @@ class NodeClaimTemplate:
         return out
 
 
+# Kubernetes' own words (resource.ErrFormatWrong) for a quantity its pattern admits but
+# its parser refuses, such as a fractional exponent ("1e1.5").
+QUANTITY_FORMAT_WRONG: Final = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+
+
+_ADMITTED: Final = re.compile(QUANTITY_PATTERN)
+
+
 @attrs.frozen(slots=True, kw_only=True)
 class NodePoolSpec:
     template: NodeClaimTemplate
     disruption: Disruption = Disruption()
     limits: Mapping[str, int] = attrs.field(factory=dict)  # milli-units
+    # Limits the CRD admits but no Kubernetes parser reads (resource -> text): kept, so the
+    # pool is not lost, and reported by `NodePool.validate_runtime`; such a pool is unusable.
+    unreadable_limits: Mapping[str, str] = attrs.field(factory=dict)
     weight: int | None = None
     replicas: int | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], path: str) -> NodePoolSpec:
+        limits, unreadable = _limits(data.get("limits") or {}, f"{path}.limits")
         return cls(
             template=NodeClaimTemplate.from_dict(data["template"], f"{path}.template"),
             disruption=Disruption.from_dict(data["disruption"], f"{path}.disruption"),
-            limits=parse_resource_list(data.get("limits"), f"{path}.limits"),
+            limits=limits,
+            unreadable_limits=unreadable,
             weight=opt_int(data.get("weight")),
             replicas=opt_int(data.get("replicas")),
         )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"disruption": self.disruption.to_dict()}
-        if self.limits:
-            out["limits"] = format_resource_list(self.limits)
+        if self.limits or self.unreadable_limits:
+            out["limits"] = {**format_resource_list(self.limits), **self.unreadable_limits}
         if self.replicas is not None:
             out["replicas"] = self.replicas
         out["template"] = self.template.to_dict()
@@ -362,7 +380,30 @@ class NodePool(KindModel):
                 if problem is not None:
                     path = f"spec.disruption.budgets[{index}].schedule"
                     errors.append(FieldError.invalid(path, budget.schedule, problem))
-        return errors
+        return errors + self.limit_errors()
+
+    def limit_errors(self) -> list[FieldError]:
+        """The limits that are no quantity (`NodePoolSpec.unreadable_limits`), in
+        Kubernetes' words; a pool with any is not provisioned from."""
+        return [
+            FieldError.invalid(child_path("spec.limits", resource), text, QUANTITY_FORMAT_WRONG)
+            for resource, text in sorted(self.spec.unreadable_limits.items())
+        ]
+
+
+def _limits(raw: Mapping[str, Any], path: str) -> tuple[dict[str, int], dict[str, str]]:
+    """The limits karpy reads (milli-units) and, apart, the texts the CRD's pattern admits
+    that are no quantity at all (``1e1.5``). A text the pattern refuses raises
+    `InvalidObject`, as the API server would have refused it."""
+    admitted = {k: v for k, v in raw.items() if not isinstance(v, str) or _ADMITTED.match(v)}
+    limits = parse_resource_list({k: v for k, v in raw.items() if k not in admitted}, path)
+    unreadable: dict[str, str] = {}
+    for resource, value in admitted.items():
+        try:
+            limits[resource] = parse_quantity(value)
+        except QuantityError:
+            unreadable[resource] = str(value)
+    return limits, unreadable
 
 
 _CRON_MACROS = frozenset(

@@ -8,7 +8,9 @@ turns "my pods stay pending" into a reason on the object a user looks at:
   ``NodeClassNotReady``, naming the class; karpy serves ``EC2NodeClass`` only, so another
   kind is ``UnsupportedNodeClass``);
 * ``ValidationSucceeded``: Karpenter's runtime validation of the pool (the checks the
-  CRD cannot make), False with ``NodePoolValidationFailed`` and the errors;
+  CRD cannot make), False with ``NodePoolValidationFailed`` and the errors; among them a
+  limit the CRD's pattern admits but no quantity parser reads (``cpu: 1e1.5``), said in
+  Kubernetes' own words, so such a pool is reported rather than silently dropped;
 * ``Ready``: True when both are.
 
 A pool whose state changes gets a Kubernetes Event too, so ``kubectl describe nodepool``

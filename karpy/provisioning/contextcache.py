@@ -40,7 +40,7 @@ log = get_logger("provisioner")
 class CompiledContext:
     context: SchedulingContext
     types_by_name: Mapping[str, InstanceType]
-    unusable: Mapping[str, str]  # NodePool name -> why the provider offers it nothing
+    unusable: Mapping[str, str]  # NodePool name -> why it cannot be provisioned from
 
 
 def _pool_key(pool: NodePool) -> tuple[Any, ...]:
@@ -74,6 +74,10 @@ class ContextCache:
         unusable: dict[str, str] = {}
         for pool in pools:
             if pool.metadata.deletion_timestamp is not None or pool.is_static:
+                continue
+            limit_errors = pool.limit_errors()
+            if limit_errors:  # its limits cannot be enforced: unlimited is not what was asked
+                unusable[pool.name] = "; ".join(e.render() for e in limit_errors)
                 continue
             try:
                 types[pool.name] = await self.provider.get_instance_types(pool)
@@ -111,9 +115,8 @@ class ContextCache:
         return self._compiled
 
     def _report(self, unusable: Mapping[str, str]) -> None:
-        """Log each NodePool the provider cannot serve once per reason, not every round."""
+        """Log each NodePool that cannot be used once per reason, not every round."""
         for name, reason in unusable.items():
             if self._reported.get(name) != reason:
-                log.warning("skipping nodepool: cannot resolve its instance types",
-                            **obj_ref("NodePool", name), reason=reason)  # fmt: skip
+                log.warning("skipping nodepool", **obj_ref("NodePool", name), reason=reason)
         self._reported = dict(unusable)

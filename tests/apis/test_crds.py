@@ -130,6 +130,7 @@ _RUNTIME_NAMES = {
 KNOWN_EXTRA_FIELDS = {
     ("NodeOverlay", ".spec.requirements[]", "minValues"),
     ("EC2NodeClass", ".status.amis[].requirements[]", "minValues"),
+    ("NodePool", ".spec", "unreadableLimits"),  # limits admitted but unparseable, kept apart
 }
 _ACRONYMS = {"provider_id": "providerID", "image_id": "imageID"}
 

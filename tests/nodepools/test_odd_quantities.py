@@ -68,3 +68,28 @@ async def test_a_pool_with_a_limit_below_a_millicore_says_its_limit_is_reached(a
         await eventually(lambda: bool(world.events("FailedScheduling")))
         (event,) = world.events("FailedScheduling")
         assert "limits" in event["message"], event["message"]
+
+
+FORMAT_WRONG = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+
+
+@pytest.mark.parametrize("limit", ["1e1.5", "2E.5", "1e+3."])
+async def test_a_limit_the_crd_admits_but_no_parser_reads_is_reported_in_status(apiserver, limit):
+    async with pool_with_limits(apiserver, {"cpu": limit, "memory": "100Gi"}) as world:
+        pool = world.state.snapshot().nodepools["default"]  # read, not dropped
+        assert pool.spec.unreadable_limits == {"cpu": limit}
+        await provision(world)
+        said = f'spec.limits.cpu: Invalid value: "{limit}": {FORMAT_WRONG}'
+        stored = apiserver.store.get("nodepools.karpenter.sh", "default")
+        found = {c["type"]: c for c in stored["status"]["conditions"]}
+        assert (found["ValidationSucceeded"]["status"], found["ValidationSucceeded"]["reason"],
+                found["ValidationSucceeded"]["message"]) == (
+                    "False", "NodePoolValidationFailed", said)  # fmt: skip
+        assert found["Ready"]["status"] == "False"
+        assert stored["spec"]["limits"]["cpu"] == limit
+        assert apiserver.store.list("nodeclaims.karpenter.sh") == []
+        await eventually(lambda: bool(world.events("FailedScheduling")))
+        (event,) = world.events("FailedScheduling")
+        assert said in event["message"], event["message"]
