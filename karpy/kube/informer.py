@@ -22,8 +22,27 @@ What happens when things go wrong, which is the point of this module:
 * **A custom resource whose CRD is not installed** (LIST answers 404): log once, retry
   with backoff up to ``missing_retry_max`` seconds, never crash. The informer stays
   unsynced, so cluster state is not ``synced()`` and readiness fails until it exists.
-* **An object karpy cannot read**: logged and counted, kept out of state (its version is
-  still tracked, so a later fix of the object is seen as a change).
+* **An object karpy cannot read**: never dropped. The sink gets an `UnreadableObject`
+  placeholder instead of a record (see `karpy.kube.unreadable`), so the object stays known
+  by key and code that acts on absence can tell "unreadable" from "gone"; it is logged,
+  counted (``karpy_informer_unparseable_objects{kind}`` now, and
+  ``karpy_informer_projection_errors_total``), and a Warning Event ``UnreadableObject``
+  names the field and the reason (published again after every relist, so a new leader,
+  whose recorder was not running before, tells too). A later valid version replaces it.
+* **A stream that stays open but says nothing** (a half-dead connection, a stuck proxy):
+  the server sends a BOOKMARK about once a minute (kube-apiserver's cacher) on a watch
+  with ``allowWatchBookmarks``, so no bytes for ``read_deadline`` seconds (two periods by
+  default) means the stream is dead. It is closed and the informer RELISTS: a stream that
+  was silently dead may have missed events, and a relist turns them into differences.
+* **A line longer than any buffer** (a multi-MiB object): lines are split by the informer
+  from whatever chunks arrive, so aiohttp's 64 KiB line limit never applies; a line beyond
+  ``max_line_bytes`` relists (the LIST reads whole bodies) instead of re-watching for ever.
+* **Anything unexpected** (a bug, a sink that raised): logged with its traceback and the
+  loop starts over from a relist after a backoff, rather than the informer dying quietly.
+
+`resync` asks for a LIST that starts after the call and waits for it: a new leader uses
+it so its destructive controllers act only on state confirmed fresh after it took the
+lease (see `karpy.operator.freshness`).
 
 Relists and reconnects are logged with their cause and counted in metrics.
 """
@@ -52,6 +71,8 @@ from karpy.kube.errors import (
     api_error,
     status_error,
 )
+from karpy.kube.events import Event
+from karpy.kube.unreadable import UNREADABLE_REASON, UnreadableObject, unreadable_object
 from karpy.log import describe_error, get_logger
 
 if TYPE_CHECKING:
@@ -63,7 +84,7 @@ if TYPE_CHECKING:
     from karpy.kube.transport import Transport
     from karpy.observability.metrics import Metrics
 
-__all__ = ["Informer", "InformerOptions", "InformerSink", "WatchSpec"]
+__all__ = ["EventPublisher", "Informer", "InformerOptions", "InformerSink", "WatchSpec"]
 
 log = get_logger("kube.informer")
 
@@ -76,10 +97,17 @@ class InformerSink(Protocol):
 
     def apply(self, kind: str, upserts: Sequence[tuple[str, Any]], deletes: Sequence[str]) -> None:
         """Store ``upserts`` (key, record) and forget ``deletes`` (keys), atomically. A
-        record of None is an object that could not be read: keep it out of state."""
+        record that is an `UnreadableObject` is an object that exists but could not be
+        read: keep it known by key, apart from the records."""
 
     def set_synced(self, kind: str) -> None:
         """``kind`` has been listed completely at least once."""
+
+
+class EventPublisher(Protocol):
+    """Where Events go (`karpy.kube.events.EventRecorder`)."""
+
+    def publish(self, event: Event) -> bool: ...
 
 
 @attrs.frozen(slots=True)
@@ -108,6 +136,10 @@ class InformerOptions:
     watch_timeout: tuple[int, int] = (300, 600)  # server-side timeoutSeconds, drawn at random
     max_retry_after: float = 30.0
     quick_end: float = 1.0  # a stream that ends cleanly sooner, with no news, backs off
+    # No byte on a watch for this long (about two of kube-apiserver's one-minute bookmark
+    # periods) and the stream is taken for dead: closed, then a relist.
+    read_deadline: float = 120.0
+    max_line_bytes: int = 64 * 1024 * 1024  # a longer watch line relists instead
 
 
 class _Relist(Exception):
@@ -127,6 +159,7 @@ class Informer:
         *,
         metrics: Metrics | None = None,
         limiter: TokenBucket | None = None,
+        events: EventPublisher | None = None,
         options: InformerOptions = InformerOptions(),
         clock: Clock = SYSTEM_CLOCK,
         rng: random.Random | None = None,
@@ -137,6 +170,7 @@ class Informer:
         self.sink = sink
         self.metrics = metrics
         self.limiter = limiter
+        self.events = events
         self.options = options
         self.clock = clock
         self.rng = rng or random.Random()
@@ -148,7 +182,14 @@ class Informer:
         self.synced = asyncio.Event()
         self.sync_seconds: float | None = None
         self.relists = 0
+        self.unreadable: dict[str, UnreadableObject] = {}  # key -> placeholder
         self._missing_logged = False
+        self._response: aiohttp.ClientResponse | None = None  # the watch being read
+        self._last_read = 0.0  # monotonic time of the watch's last bytes
+        self._relist_cause: str | None = None  # a relist asked for (stalled, resync)
+        self._lists_started = 0
+        self._lists_done = 0  # the number (in start order) of the last completed LIST
+        self._listed = asyncio.Condition()
         self._log = log.bind(kind=self.kind)
 
     # --- the loop --------------------------------------------------------------------
@@ -165,6 +206,22 @@ class Informer:
             with contextlib.suppress(asyncio.CancelledError):
                 await loop
 
+    async def resync(self, cause: str) -> None:
+        """Return once a LIST that started after this call has completed (the watch being
+        read, if any, is ended for it)."""
+        needed = self._lists_started + 1
+        self._interrupt(cause)
+        async with self._listed:
+            await self._listed.wait_for(lambda: self._lists_done >= needed)
+
+    def _interrupt(self, cause: str) -> None:
+        """Relist before watching again; end the watch being read now."""
+        self._relist_cause = self._relist_cause or cause
+        if self._response is not None:
+            # Closing alone does not wake a pending read; an exception in its stream does.
+            self._response.content.set_exception(aiohttp.ClientConnectionError(cause))
+            self._response.close()
+
     async def _loop(self) -> None:
         cause: str | None = "initial"
         while True:
@@ -172,6 +229,9 @@ class Informer:
                 if cause is not None:
                     await self._relist(cause)
                     cause = None
+                if self._relist_cause is not None:
+                    cause, self._relist_cause = self._relist_cause, None
+                    continue
                 await self._watch()
             except _Relist as relist:
                 cause = relist.cause
@@ -189,6 +249,13 @@ class Informer:
                 delay = self.backoff.next_delay()
                 self._log.warning("watch failed; retrying", error=describe_error(exc),
                                   retryIn=round(delay, 3))  # fmt: skip
+                await self.clock.sleep(delay)
+            except Exception as exc:  # a bug or a failing sink: never die quietly
+                self._count_reconnect("failed")
+                delay = self.backoff.next_delay()
+                self._log.error("informer loop failed; relisting", error=describe_error(exc),
+                                retryIn=round(delay, 3), exc_info=exc)  # fmt: skip
+                cause = "failed"
                 await self.clock.sleep(delay)
 
     async def _retry_after(self, exc: TooManyRequests) -> None:
@@ -246,6 +313,9 @@ class Informer:
             self._log.info("relisting", cause=cause, known=len(self.versions))
         if self.metrics is not None:
             self.metrics.informer_relists.labels(self.kind, cause).inc()
+        self._relist_cause = None  # this list answers every request made before it
+        self._lists_started += 1
+        number = self._lists_started
         upserts: list[tuple[str, Any]] = []
         seen: dict[str, str] = {}
         query = {**self._query(), "limit": self.options.page_size}
@@ -266,7 +336,8 @@ class Informer:
                 key = self.spec.resource.key(meta.get("namespace"), str(meta.get("name", "")))
                 rv = str(meta.get("resourceVersion", ""))
                 seen[key] = rv
-                if self.versions.get(key) != rv:
+                # After a failure the sink may not hold what `versions` says: send it all.
+                if cause == "failed" or self.versions.get(key) != rv:
                     record = self._project(key, rv, item)
                     upserts.append((key, record))
             meta = page.get("metadata") or {}
@@ -275,9 +346,14 @@ class Informer:
                 break
             query["continue"] = meta["continue"]
         deletes = [key for key in self.versions if key not in seen]
+        for key in deletes:
+            self.unreadable.pop(key, None)
         self.versions = seen
         self.resource_version = list_rv
         self.sink.apply(self.kind, [(k, r) for k, r in upserts], deletes)
+        self._count_unreadable()
+        for placeholder in self.unreadable.values():  # a new leader's recorder tells too
+            self._publish(placeholder)
         self.relists += 1
         self.sync_seconds = time.perf_counter() - started
         if self.metrics is not None:
@@ -293,16 +369,36 @@ class Informer:
         if not self.synced.is_set():
             self.synced.set()
             self.sink.set_synced(self.kind)
+        async with self._listed:
+            self._lists_done = number
+            self._listed.notify_all()
 
     def _project(self, key: str, rv: str, obj: Mapping[str, Any]) -> Any:
+        """The record of ``obj``, or its `UnreadableObject` placeholder."""
         try:
-            return self.spec.project(obj)
+            record = self.spec.project(obj)
         except _PROJECTION_ERRORS as exc:
+            placeholder = unreadable_object(self.kind, key, obj, exc)
+            self.unreadable[key] = placeholder
             if self.metrics is not None:
                 self.metrics.informer_projection_errors.labels(self.kind).inc()
-            self._log.warning("cannot read object; keeping it out of cluster state",
-                              key=key, resourceVersion=rv, error=describe_error(exc))  # fmt: skip
-            return None
+            self._log.warning("cannot read object; keeping it as unreadable", key=key,
+                              resourceVersion=rv, field=placeholder.field or None,
+                              error=placeholder.error)  # fmt: skip
+            self._publish(placeholder)
+            return placeholder
+        if self.unreadable.pop(key, None) is not None:
+            self._log.info("object readable again", key=key, resourceVersion=rv)
+        return record
+
+    def _publish(self, placeholder: UnreadableObject) -> None:
+        if self.events is not None:
+            self.events.publish(Event(placeholder.ref(), "Warning", UNREADABLE_REASON,
+                                      placeholder.describe()))  # fmt: skip
+
+    def _count_unreadable(self) -> None:
+        if self.metrics is not None:
+            self.metrics.informer_unparseable_objects.labels(self.kind).set(len(self.unreadable))
 
     # --- WATCH -------------------------------------------------------------------------
 
@@ -322,29 +418,80 @@ class Informer:
             "GET", path, query=query,
             limits=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout + 30),
         )  # fmt: skip
-        opened = self.clock.monotonic()
+        opened = self._last_read = self.clock.monotonic()
         news = False
+        self._response = response
+        deadline = asyncio.create_task(self._read_deadline(), name=f"watch-deadline-{self.kind}")
         try:
             if response.status != 200:
                 raise api_error(response.status, await response.read(), response.headers)
+            if self._relist_cause is not None:  # asked for while the watch was opening
+                raise _Relist(self._relist_cause)
             try:
-                async for line in response.content:
-                    if line.strip():
-                        news = self._event(line) or news
+                news = await self._read_events(response)
             except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
+                if self._relist_cause is not None:
+                    raise _Relist(self._relist_cause) from None
                 self._count_reconnect("dropped")
                 self._log.debug("watch stream dropped", error=describe_error(exc))
                 if not news:
                     await self.clock.sleep(self.backoff.next_delay())
                 return
         finally:
+            self._response = None
+            deadline.cancel()
             response.close()
+        if self._relist_cause is not None:  # ended on purpose: stalled, or a resync
+            raise _Relist(self._relist_cause)
         # The server ended the stream (its timeout, or a restart): resume from where we are.
         self._count_reconnect("closed")
         if news:
             self.backoff.reset()
         elif self.clock.monotonic() - opened < self.options.quick_end:
             await self.clock.sleep(self.backoff.next_delay())
+
+    async def _read_events(self, response: aiohttp.ClientResponse) -> bool:
+        """Apply each line of the stream as it arrives; True when any brought news. Lines
+        are split here, from chunks of any size, so no line is too long for a buffer."""
+        news = False
+        partial: list[bytes] = []  # the start of a line that has not ended yet
+        partial_size = 0
+        async for chunk in response.content.iter_any():
+            self._last_read = self.clock.monotonic()
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                if partial:
+                    partial.append(chunk[start:end])
+                    line = b"".join(partial)
+                    partial, partial_size = [], 0
+                else:
+                    line = chunk[start:end]
+                if line.strip():
+                    news = self._event(line) or news
+                start = end + 1
+            if start < len(chunk):
+                partial.append(chunk[start:])
+                partial_size += len(chunk) - start
+                if partial_size > self.options.max_line_bytes:
+                    self._log.warning("watch line too long; relisting", bytes=partial_size,
+                                      limit=self.options.max_line_bytes)  # fmt: skip
+                    raise _Relist("oversized")
+        tail = b"".join(partial)
+        if tail.strip():
+            news = self._event(tail) or news
+        return news
+
+    async def _read_deadline(self) -> None:
+        """End the watch when it has sent nothing for ``read_deadline`` seconds."""
+        while True:
+            left = self._last_read + self.options.read_deadline - self.clock.monotonic()
+            if left <= 0:
+                self._count_reconnect("stalled")
+                self._log.warning("watch sent nothing in time; relisting",
+                                  readDeadline=self.options.read_deadline)  # fmt: skip
+                self._interrupt("stalled")
+                return
+            await self.clock.sleep(left)
 
     def _event(self, line: bytes) -> bool:
         """Apply one watch event; True when it brought anything (even a bookmark)."""
@@ -368,10 +515,15 @@ class Informer:
         if kind == "DELETED":
             if self.versions.pop(key, None) is not None:
                 self.sink.apply(self.kind, (), (key,))
+            if self.unreadable.pop(key, None) is not None:
+                self._count_unreadable()
         elif kind in ("ADDED", "MODIFIED"):
             if self.versions.get(key) != rv:
                 self.versions[key] = rv
+                before = len(self.unreadable)
                 self.sink.apply(self.kind, ((key, self._project(key, rv, obj)),), ())
+                if len(self.unreadable) != before or key in self.unreadable:
+                    self._count_unreadable()
         else:
             self._log.warning("unknown watch event type", type=kind)
             return False

@@ -54,6 +54,11 @@ async def finalize(ctx: Lifecycle, claim: NodeClaim) -> Result:
         node = snapshot.node_for_claim(claim.name)
         if node is None and claim.status.provider_id:
             node = snapshot.node_by_provider(claim.status.provider_id)
+            if node is None and snapshot.unreadable_provider(claim.status.provider_id):
+                # Its Node may exist, unreadable: terminating now would skip the drain.
+                log.warning("not terminating: a node for its instance may be unreadable",
+                            **obj_ref("NodeClaim", claim.name))  # fmt: skip
+                return requeue_after(INSTANCE_POLL)
         if node is not None:
             if node.deletion_timestamp is None:
                 try:

@@ -12,7 +12,7 @@ A Lease is deleted only when all of these hold:
 * cluster state has listed both Nodes and Leases (before that, every Lease would look
   orphaned);
 * no Node of the Lease's name exists, and none of its owner references names a Node that
-  exists;
+  exists (a Node karpy cannot read exists: it is never taken for absent);
 * it has not been renewed (nor created) for ``grace`` seconds (5 minutes by default) by
   the wall clock;
 
@@ -95,10 +95,15 @@ class LeaseGarbageCollection:
 
     @staticmethod
     def orphaned(lease: NodeLease, snapshot: StateSnapshot) -> bool:
-        nodes = snapshot.nodes
-        if lease.name in nodes:
+        """No Node of its name or of an owner's exists; a Node that exists but cannot be
+        read counts as existing."""
+
+        def exists(node: str) -> bool:
+            return node in snapshot.nodes or snapshot.is_unreadable(kinds.NODE, node)
+
+        if exists(lease.name):
             return False
-        return not any(o.kind == "Node" and o.name in nodes for o in lease.owners)
+        return not any(o.kind == "Node" and exists(o.name) for o in lease.owners)
 
     async def reconcile(self, key: str) -> Result:
         if not self.state.kind_synced(kinds.NODE, kinds.NODE_LEASE):

@@ -28,6 +28,7 @@ log = get_logger("nodeclaim.lifecycle")
 
 LAUNCH_TTL: Final = timedelta(minutes=5)
 REGISTRATION_TTL: Final = timedelta(minutes=15)
+UNREADABLE_RECHECK: Final = 60.0  # seconds; while a Node that may be its own is unreadable
 
 
 async def check_liveness(ctx: Lifecycle, claim: NodeClaim) -> float | None:
@@ -46,6 +47,12 @@ async def check_liveness(ctx: Lifecycle, claim: NodeClaim) -> float | None:
     left = (deadline - now).total_seconds()
     if left > 0:
         return left
+    pid = claim.status.provider_id
+    if pid and ctx.state.snapshot().unreadable_provider(pid):
+        # Its Node may well exist but be unreadable: not registered is not known.
+        log.warning("not deleting nodeclaim: a node for its instance may be unreadable",
+                    **obj_ref("NodeClaim", claim.name), providerID=pid)  # fmt: skip
+        return UNREADABLE_RECHECK
     log.info("deleting nodeclaim: liveness timeout", **obj_ref("NodeClaim", claim.name),
              reason=reason)  # fmt: skip
     try:

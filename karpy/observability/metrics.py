@@ -149,7 +149,13 @@ class Metrics:
         )
         self.informer_projection_errors = Counter(
             "karpy_informer_projection_errors_total",
-            "Objects that could not be read into karpy's records (kept out of cluster state).",
+            "Times an object could not be read into karpy's records.",
+            ["kind"],
+            registry=r,
+        )
+        self.informer_unparseable_objects = Gauge(
+            "karpy_informer_unparseable_objects",
+            "Objects that exist but cannot be read, kept in cluster state as unreadable.",
             ["kind"],
             registry=r,
         )

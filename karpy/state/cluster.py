@@ -11,6 +11,12 @@ is persistent maps, so `snapshot` is O(1) and an update costs O(changed objects)
 of `StateChange`s right after it is applied (the provisioning batcher listens for pending
 pods this way); callbacks must be quick and must not raise.
 
+An object an informer could not read arrives as an `UnreadableObject` placeholder. It is
+filed apart (``snapshot.unreadable``), never among the records, so no reader of
+``snapshot.nodes`` meets one; but it is *known*: code that would act because an object
+is absent (delete a Lease whose Node is gone, a NodeClaim whose Node is gone) asks
+`StateSnapshot.is_unreadable` first. A readable version of it replaces the placeholder.
+
 `synced` is True once every informer has listed its kind and the NodeClaims and Nodes
 agree: every NodeClaim whose provider ID names a known Node is paired with it. Until then
 provisioning and disruption must not act (they could launch for pods already placed, or
@@ -26,6 +32,7 @@ import immutables
 
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.base.clock import SYSTEM_CLOCK
+from karpy.kube.unreadable import UnreadableObject
 from karpy.log import get_logger
 from karpy.state import kinds
 from karpy.state.snapshot import EMPTY, StateSnapshot
@@ -75,6 +82,7 @@ class ClusterState:
         self.clock = clock
         self.generation = 0
         self._objects: dict[str, Map[str, Any]] = dict.fromkeys(kinds.ALL_KINDS, EMPTY)
+        self._unreadable: dict[str, Map[str, UnreadableObject]] = {}
         self._pods_by_node: Map[str, Map[str, PodInfo]] = EMPTY
         self._pending: Map[str, PodInfo] = EMPTY
         self._node_by_provider: Map[str, str] = EMPTY
@@ -93,22 +101,33 @@ class ClusterState:
 
     def apply(self, kind: str, upserts: Sequence[tuple[str, Any]], deletes: Sequence[str]) -> None:
         objects = self._objects.setdefault(kind, EMPTY)
+        unreadable_before = unreadable = self._unreadable.get(kind, EMPTY)
         changes: list[StateChange] = []
         with objects.mutate() as mutable:
             for key in deletes:
                 old = mutable.pop(key, None)
                 if old is not None:
                     changes.append(StateChange(kind, key, old, None))
+                if key in unreadable:
+                    unreadable = unreadable.delete(key)
             for key, record in upserts:
                 old = mutable.get(key)
-                if record is None:
+                if record is None or isinstance(record, UnreadableObject):
+                    if record is not None:
+                        unreadable = unreadable.set(key, record)
                     if old is not None:
                         del mutable[key]
                         changes.append(StateChange(kind, key, old, None))
                     continue
+                if key in unreadable:
+                    unreadable = unreadable.delete(key)
                 mutable[key] = record
                 changes.append(StateChange(kind, key, old, record))
             self._objects[kind] = mutable.finish()
+        if unreadable is not unreadable_before:
+            self._unreadable[kind] = unreadable
+            if not changes:
+                self.generation += 1
         if not changes:
             return
         index = _INDEXERS.get(kind)
@@ -225,6 +244,7 @@ class ClusterState:
                 claim_by_provider_id=self._claim_by_provider,
                 node_of_claim=self._node_of_claim,
                 claim_of_node=self._claim_of_node,
+                unreadable=dict(self._unreadable),
             )
         return self._snapshot
 

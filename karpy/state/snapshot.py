@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from karpy.apis.nodeclaim import NodeClaim
     from karpy.apis.nodeoverlay import NodeOverlay
     from karpy.apis.nodepool import NodePool
+    from karpy.kube.unreadable import UnreadableObject
     from karpy.scheduling.volumes import PersistentVolume, PersistentVolumeClaim, StorageClass
     from karpy.state.records import (
         BudgetInfo,
@@ -53,6 +54,9 @@ class StateSnapshot:
     claim_by_provider_id: immutables.Map[str, str]
     node_of_claim: immutables.Map[str, str]  # NodeClaim name -> Node name, when paired
     claim_of_node: immutables.Map[str, str]  # Node name -> NodeClaim name
+    # kind -> key -> placeholder of each object that exists but could not be read; it is
+    # in none of the maps above, and must never be taken for absent
+    unreadable: Mapping[str, immutables.Map[str, UnreadableObject]] = attrs.field(factory=dict)
 
     def of(self, kind: str) -> immutables.Map[str, Any]:
         return self.objects.get(kind, EMPTY)
@@ -135,6 +139,26 @@ class StateSnapshot:
     def node_for_claim(self, nodeclaim: str) -> NodeInfo | None:
         name = self.node_of_claim.get(nodeclaim)
         return None if name is None else self.nodes.get(name)
+
+    # --- objects that exist but could not be read ----------------------------------------
+
+    def unreadable_of(self, kind: str) -> immutables.Map[str, UnreadableObject]:
+        return self.unreadable.get(kind, EMPTY)
+
+    def is_unreadable(self, kind: str, key: str) -> bool:
+        """Does ``key`` name a ``kind`` object that exists but could not be read? Code that
+        acts because an object is absent from a map must check this first."""
+        return key in self.unreadable.get(kind, EMPTY)
+
+    def unreadable_provider(self, provider_id: str) -> bool:
+        """Is there an unreadable Node or NodeClaim naming ``provider_id`` (or one whose
+        provider ID could not be read at all)? Then "no Node (NodeClaim) for this instance"
+        is not known."""
+        for kind in (kinds.NODE, kinds.NODECLAIM):
+            for placeholder in self.unreadable_of(kind).values():
+                if placeholder.provider_id in ("", provider_id):
+                    return True
+        return False
 
     def claim_for_node(self, node: str) -> NodeClaim | None:
         name = self.claim_of_node.get(node)

@@ -3,23 +3,27 @@
 A rule matches a method (or ``*``) and a path glob (``/api/v1/pods*``,
 ``/apis/karpenter.sh/v1/*``), optionally only watches or only non-watches, and does one
 of: answer an error Status (500, 429 with ``Retry-After``, 409, 410, ...), drop the
-connection without a response, or add latency before serving normally. Rules are used
-up in the order they were added. ``storage_initializing`` reproduces what a real API
+connection without a response, add latency before serving normally, or *freeze* a watch:
+answer 200 and then send nothing at all, not an event and not a bookmark, until the client
+gives up or `Faults.thaw` (a connection that died without a FIN, a stuck proxy). Rules are
+used up in the order they were added. ``storage_initializing`` reproduces what a real API
 server answers while its CRD storage starts: 429 "storage is (re)initializing" with
 ``Retry-After: 1`` on the first requests for each custom resource.
 """
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import itertools
 from typing import Any
 
 import attrs
+from aiohttp import web
 
 from karpy.sandbox.apiserver import errors
 
-ACTIONS = ("error", "drop", "latency", "garbage")  # garbage: 200, not JSON
+ACTIONS = ("error", "drop", "latency", "freeze", "garbage")  # garbage: 200, not JSON
 _MESSAGES = {
     400: ("BadRequest", "injected fault: bad request"),
     403: ("Forbidden", "injected fault: forbidden"),
@@ -84,6 +88,7 @@ class Faults:
         self._ids = itertools.count(1)
         self.initializing_requests = 0
         self._initializing_seen: dict[tuple[str, str], int] = {}
+        self._thawed: asyncio.Event | None = None
 
     def add(
         self,
@@ -136,12 +141,37 @@ class Faults:
     def delay(self, method: str, path: str, seconds: float, count: int | None = 1) -> Fault:
         return self.add(method, path, action="latency", latency=seconds, count=count)
 
+    def freeze_watches(self, path: str = "*", count: int | None = None) -> Fault:
+        """Watches on ``path`` (every one by default) open and then say nothing."""
+        return self.add("GET", path, action="freeze", watch=True, count=count)
+
+    def thaw(self) -> None:
+        """End the freeze: frozen watches are cut off (abruptly, as a dead connection
+        finally is) and new watches are served again."""
+        self._rules = [r for r in self._rules if r.action != "freeze"]
+        if self._thawed is not None:
+            self._thawed.set()
+            self._thawed = None
+
+    async def frozen_watch(self, request: web.Request) -> web.StreamResponse:
+        """Answer a watch with 200 and silence until `thaw` or the client leaves."""
+        if self._thawed is None:
+            self._thawed = asyncio.Event()
+        thawed = self._thawed
+        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        await thawed.wait()
+        if request.transport is not None:
+            request.transport.abort()
+        return response
+
     def storage_initializing(self, requests: int = 1) -> None:
         """The first `requests` requests for each custom resource answer 429."""
         self.initializing_requests = requests
         self._initializing_seen.clear()
 
     def clear(self) -> None:
+        self.thaw()
         self._rules.clear()
         self.initializing_requests = 0
         self._initializing_seen.clear()

@@ -106,6 +106,8 @@ class Frontend:
             if fault is not None:
                 if fault.action == "latency":
                     await asyncio.sleep(fault.latency)
+                elif fault.action == "freeze" and is_watch:
+                    return await self.server.faults.frozen_watch(request)
                 elif fault.action == "garbage":
                     return web.Response(body=b"<html>not JSON</html>", content_type="text/html")
                 elif fault.action == "drop":
