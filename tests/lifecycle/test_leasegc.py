@@ -157,3 +157,18 @@ async def test_a_node_deletion_wakes_the_collector_without_waiting_for_the_perio
         stop.set()
         await task
     assert gc.deleted == 1
+
+
+async def test_the_lease_of_a_node_karpy_cannot_read_is_kept(apiserver, client):
+    apiserver.store.create("nodes", f.node("unreadable"))
+    bad = f.condition("Ready", "True") | {"lastTransitionTime": "2024-01-01t00:00:00z"}
+    apiserver.store.patch("nodes", "unreadable", {"status": {"conditions": [bad]}},
+                          subresource="status")  # fmt: skip
+    apiserver.store.create("leases", node_lease("unreadable"))
+    apiserver.store.create("leases", node_lease("gone"))
+    async with running(apiserver, [NODES, LEASES]) as (state, informers):
+        await asyncio.gather(*(i.synced.wait() for i in informers))
+        assert "unreadable" not in state.snapshot().nodes
+        gc = LeaseGarbageCollection(state, client, clock=FakeClock())
+        assert await collect(gc) == 1
+    assert lease_names(apiserver) == ["unreadable"]

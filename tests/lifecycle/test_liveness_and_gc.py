@@ -11,12 +11,14 @@ from typing import Any
 
 import pytest
 
+from karpy.apis.labels import FINALIZER_TERMINATION
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.cloud.fake import FakeCloudProvider
 from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.kube.resources import NODES
 from karpy.lifecycle.context import Lifecycle
+from karpy.lifecycle.finalize import finalize
 from karpy.lifecycle.garbagecollection import GarbageCollection
 from karpy.lifecycle.liveness import check_liveness
 from tests import factories as f
@@ -143,3 +145,45 @@ async def test_a_registered_nodeclaim_whose_instance_is_gone_is_deleted(apiserve
         assert gc.deleted == 1
         await eventually(lambda: apiserver.store.try_get(NODECLAIMS, "default-gone") is None)
         assert disrupted(world, "garbage_collected") == 1
+
+
+def unreadable_node(apiserver: Any, name: str, provider_id: str) -> None:
+    """A Node for ``provider_id`` that karpy cannot read (a condition time in month 13)."""
+    apiserver.store.create("nodes", f.node(name, provider_id=provider_id))
+    bad = f.condition("Ready", "True") | {"lastTransitionTime": "2024-13-01T00:00:00Z"}
+    apiserver.store.patch("nodes", name, {"status": {"conditions": [bad]}}, subresource="status")
+
+
+async def test_a_nodeclaim_whose_node_may_be_unreadable_is_not_given_up_on(apiserver):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        launched_at = clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        claim = stored_claim(apiserver, "default-unread", launched_at=launched_at)
+        unreadable_node(apiserver, "unread", "fake://test-zone-a/default-unread")
+        await eventually(lambda: world.state.snapshot().is_unreadable("Node", "unread"))
+        await clock.advance(16 * 60)
+        assert await check_liveness(ctx, claim) == 60.0
+        assert apiserver.store.try_get(NODECLAIMS, "default-unread") is not None
+        assert disrupted(world, "registration_timeout") == 0
+
+
+async def test_a_deleted_nodeclaim_whose_node_is_unreadable_is_not_terminated_undrained(
+    apiserver,
+):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        name = "default-undrained"
+        provider_id = f"fake://test-zone-a/{name}"
+        spec = f.nodeclaim(name, nodepool="default", finalizers=[FINALIZER_TERMINATION])
+        created = apiserver.store.create(NODECLAIMS, spec)
+        since = clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        created["status"] = {"providerID": provider_id, "conditions": [
+            {"type": kind, "status": "True", "reason": kind, "message": "",
+             "lastTransitionTime": since} for kind in ("Launched", "Registered")]}  # fmt: skip
+        apiserver.store.update_status(NODECLAIMS, created)
+        unreadable_node(apiserver, "undrained", provider_id)
+        await eventually(lambda: world.state.snapshot().is_unreadable("Node", "undrained"))
+        apiserver.store.delete(NODECLAIMS, name)
+        claim = NodeClaim.from_dict(apiserver.store.get(NODECLAIMS, name))
+        result = await finalize(ctx, claim)
+        assert result.requeue_after is not None
+        stored = apiserver.store.get(NODECLAIMS, name)
+        assert FINALIZER_TERMINATION in stored["metadata"]["finalizers"]
