@@ -9,6 +9,7 @@ import contextlib
 import io
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +111,9 @@ async def test_an_informer_keeps_watching_across_expiries(server, plugin, clock,
     stop = asyncio.Event()
     task = asyncio.create_task(informer.run(stop))
     try:
-        for i in range(3):
-            server.store.create("pods", f.pod(f"web-{i}"))
-            await eventually(lambda i=i: f"default/web-{i}" in state.snapshot().pods)
+        for name in ("web-0", "web-1", "web-2"):
+            server.store.create("pods", f.pod(name))
+            await eventually(partial(contains, state, f"default/{name}"))
             await clock.advance(10.5)  # the token in use expires
             server.drop_watches()  # the informer must list and watch again, with a new one
         server.store.create("pods", f.pod("web-last"))
@@ -122,6 +123,10 @@ async def test_an_informer_keeps_watching_across_expiries(server, plugin, clock,
         await task
         await transport.close()
     assert plugin.runs >= 4
+
+
+def contains(state: ClusterState, key: str) -> bool:
+    return key in state.snapshot().pods
 
 
 async def test_a_refused_token_is_renewed_and_the_request_sent_once_more(
