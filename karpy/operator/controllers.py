@@ -1,8 +1,10 @@
 """The controllers a leading `karpy controller` runs, built in one place.
 
 Every one is a `karpy.reconcile.Controller` around a reconciler, except the batcher
-(which times provisioning windows) and the event recorder (which sends Events); all are
-*writers*, started when this process wins the lease and stopped when it loses it.
+(which times provisioning windows) and the event recorder (which sends Events, made by
+the wiring because informers publish to it too); all are *writers*, started when this
+process wins the lease, once cluster state has been relisted since
+(`karpy.operator.freshness`), and stopped when it loses it.
 
 =======================  =========================================  ======  =======
 controller               reconciler                                 workers resync
@@ -35,7 +37,6 @@ from karpy.disruption.controller import Disruption
 from karpy.disruption.expiration import Expiration
 from karpy.disruption.orchestration import DisruptionQueue
 from karpy.disruption.repair import NodeRepair
-from karpy.kube.events import EventRecorder
 from karpy.lifecycle.context import Lifecycle
 from karpy.lifecycle.garbagecollection import PERIOD as GC_PERIOD
 from karpy.lifecycle.garbagecollection import GarbageCollection
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from karpy.cloud.provider import CloudProvider
     from karpy.cloud.unavailable import UnavailableOfferings
     from karpy.kube.client import KubeClient
+    from karpy.kube.events import EventRecorder
     from karpy.observability.metrics import Metrics
     from karpy.operator.wiring import RuntimeTimings
     from karpy.settings import Settings
@@ -73,14 +75,13 @@ def build_controllers(
     *,
     state: ClusterState,
     client: KubeClient,
-    event_client: KubeClient,
+    recorder: EventRecorder,
     provider: CloudProvider,
     unavailable: UnavailableOfferings,
     metrics: Metrics,
     clock: Clock,
     timings: RuntimeTimings,
 ) -> list[Component]:
-    recorder = EventRecorder(event_client, clock=clock, metrics=metrics)
     karpenter = metrics.karpenter
     cm = metrics.controllers
 

@@ -8,7 +8,8 @@
 * the leader elector (or `NoElection` with ``DISABLE_LEADER_ELECTION=true``) and the
   writers it gates: every controller of `karpy.operator.controllers` (provisioning, the
   NodeClaim lifecycle, termination, garbage collection, NodePool status, node leases,
-  the event recorder);
+  the event recorder), every one but the recorder held on taking the lease until each
+  informer has relisted (`karpy.operator.freshness`);
 * the event-loop watchdog and the health and metrics servers.
 
 ``components`` is what `karpy.operator.Operator` runs. ``DISABLE_CONTROLLER_WARMUP=true``
@@ -29,6 +30,7 @@ from karpy.cloud.metered import MeteredCloudProvider
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.kube.backoff import TokenBucket
 from karpy.kube.client import KubeClient
+from karpy.kube.events import EventRecorder
 from karpy.kube.informer import Informer
 from karpy.kube.informers import InformerSet
 from karpy.kube.leaderelection import ElectionConfig, LeaderElector, NoElection, default_identity
@@ -38,6 +40,7 @@ from karpy.observability.health import LoopWatchdog
 from karpy.observability.metrics import Metrics
 from karpy.observability.server import HTTPServers
 from karpy.operator.controllers import build_controllers
+from karpy.operator.freshness import FreshState, after_fresh_state
 from karpy.state.cluster import ClusterState
 
 if TYPE_CHECKING:
@@ -82,28 +85,31 @@ class Runtime:
                 self.state.unsynced_seconds,
             )  # fmt: skip
             self.metrics.bind_state_metrics(self.state.snapshot)
-        informers = [
-            Informer(spec, self.transport, self.state, metrics=self.metrics, limiter=limiter)
-            for spec in WATCHED
-        ]
-        self.unavailable = UnavailableOfferings()
-        provider = build_provider(settings, client=self.client, state=self.state,
-                                  unavailable=self.unavailable, clock=SYSTEM_CLOCK,
-                                  controller_metrics=self.metrics.controllers,
-                                  metrics=self.metrics)  # fmt: skip
-        self.provider = MeteredCloudProvider(provider, self.metrics.karpenter)
         # Events have their own token bucket, as client-go's broadcaster has its own client:
         # a burst of Events never delays a launch or a drain.
         event_client = KubeClient(
             self.transport, name="events", metrics=self.metrics, max_attempts=1,
             limiter=TokenBucket(settings.kube_client_qps, settings.kube_client_burst),
         )  # fmt: skip
+        recorder = EventRecorder(event_client, metrics=self.metrics)
+        informers = [
+            Informer(spec, self.transport, self.state, metrics=self.metrics, limiter=limiter,
+                     events=recorder)  # objects it cannot read get a Warning Event
+            for spec in WATCHED
+        ]  # fmt: skip
+        self.unavailable = UnavailableOfferings()
+        provider = build_provider(settings, client=self.client, state=self.state,
+                                  unavailable=self.unavailable, clock=SYSTEM_CLOCK,
+                                  controller_metrics=self.metrics.controllers,
+                                  metrics=self.metrics)  # fmt: skip
+        self.provider = MeteredCloudProvider(provider, self.metrics.karpenter)
         writers: list[Component] = build_controllers(
-            settings, state=self.state, client=self.client, event_client=event_client,
+            settings, state=self.state, client=self.client, recorder=recorder,
             provider=self.provider, unavailable=self.unavailable, metrics=self.metrics,
             clock=SYSTEM_CLOCK, timings=timings,
         )  # fmt: skip
         self.elector: LeaderElector | NoElection
+        self.freshness: FreshState | None = None
         if settings.disable_leader_election:
             self.elector = NoElection(writers, metrics=self.metrics,
                                       lease_name=settings.leader_election_name)  # fmt: skip
@@ -116,7 +122,11 @@ class Runtime:
                 renew_deadline=timings.renew_deadline,
                 retry_period=timings.retry_period,
             )
-            self.elector = LeaderElector(election, election_client, writers=writers,
+            # A new leader's controllers wait until every informer has relisted since it
+            # took the lease (karpy.operator.freshness).
+            self.freshness = FreshState(informers)
+            self.elector = LeaderElector(election, election_client,
+                                         writers=after_fresh_state(self.freshness, writers),
                                          metrics=self.metrics)  # fmt: skip
         gate = self.elector.leading if settings.disable_controller_warmup else None
         self.informers = InformerSet(informers, gate=gate)
@@ -144,8 +154,9 @@ class Runtime:
 
     def add_writer(self, writer: Component) -> None:
         """Run ``writer`` (a component that changes the API or the cloud) only while this
-        process leads. Call before the components run."""
-        self.elector.writers.append(writer)
+        process leads, and only once state is fresh. Call before the components run."""
+        fresh = self.freshness
+        self.elector.writers.append(writer if fresh is None else After(fresh.fresh, writer))
 
     def readiness(self) -> tuple[bool, str]:
         if self.state.synced():
