@@ -23,6 +23,7 @@ from karpy.kube.credentials import (
     CredentialError,
     ExecCredentials,
     ExecSpec,
+    ProviderCredentials,
     TokenFileCredentials,
     run_exec_plugin,
 )
@@ -287,3 +288,32 @@ async def test_a_kubeconfig_token_file_is_reread(clock, tmp_path):
 async def auth_header(configuration: Any) -> str:
     settings: Callable[[], Any] = configuration.auth_settings
     return str((await settings())["BearerToken"]["value"])
+
+
+# --- auth providers -----------------------------------------------------------------------
+
+
+class ProviderLoader:
+    """Stands in for the library's kubeconfig loader: each evaluation may renew."""
+
+    provider = "oidc"
+
+    def __init__(self) -> None:
+        self.evaluations = 0
+        self.token = "Bearer id-0"
+
+    async def _load_authentication(self) -> None:
+        self.evaluations += 1
+        self.token = f"Bearer id-{self.evaluations}"
+
+
+async def test_an_auth_provider_is_asked_again_every_minute_and_after_a_401(clock):
+    loader = ProviderLoader()
+    credentials = ProviderCredentials(loader, clock=clock)
+    assert await credentials.token() == "id-0"
+    await clock.advance(30)
+    assert await credentials.token() == "id-0"
+    await clock.advance(30)
+    assert await credentials.token() == "id-1"
+    await credentials.rejected("Bearer id-1")
+    assert await credentials.token() == "id-2"
