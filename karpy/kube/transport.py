@@ -92,7 +92,9 @@ async def load_configuration(
         _check_kubeconfig(path)
         merged = kube_config.KubeConfigMerger(path)
         user = _current_user(merged.config)
-        exec_credentials = await _start_exec(user, path, clock, exec_timeout)
+        exec_credentials = await _start_exec(
+            user, path, clock, exec_timeout, _cluster_info(merged.config)
+        )
         if exec_credentials is not None:
             del user.value["exec"]  # karpy runs the plugin from now on, not the library
         loader = kube_config.KubeConfigLoader(config_dict=merged.config, config_base_path=None)
@@ -114,18 +116,31 @@ async def load_configuration(
 
 def _current_user(config: Any) -> Any:
     """The current context's user entry (a library `ConfigNode`), or None."""
+    return _current_entry(config, "user")
+
+
+def _current_entry(config: Any, kind: str) -> Any:
     context = config.safe_get("current-context")
-    if not context or not config.safe_get("contexts") or not config.safe_get("users"):
+    if not context or not config.safe_get("contexts") or not config.safe_get(kind + "s"):
         return None
     found = config["contexts"].get_with_name(context, safe=True)
-    if not found or not found["context"].safe_get("user"):
+    if not found or not found["context"].safe_get(kind):
         return None
-    user = config["users"].get_with_name(found["context"]["user"], safe=True)
-    return user["user"] if user and user.safe_get("user") else None
+    entry = config[kind + "s"].get_with_name(found["context"][kind], safe=True)
+    return entry[kind] if entry and entry.safe_get(kind) else None
+
+
+def _cluster_info(config: Any) -> dict[str, Any]:
+    """The ExecCredential's ``spec.cluster`` (for ``provideClusterInfo``): the current
+    cluster's entry, as client-go hands it over (a CA file is not inlined)."""
+    cluster = _current_entry(config, "cluster")
+    keys = ("server", "tls-server-name", "insecure-skip-tls-verify",
+            "certificate-authority-data", "proxy-url", "disable-compression")  # fmt: skip
+    return {k: cluster.value[k] for k in keys if cluster is not None and k in cluster.value}
 
 
 async def _start_exec(
-    user: Any, path: str, clock: Clock, time_limit: float
+    user: Any, path: str, clock: Clock, time_limit: float, cluster: dict[str, Any]
 ) -> ExecCredentials | None:
     """The user's exec plugin, run once; None when there is none, or when it answers a
     client certificate (left to the library, which reads it once). A plugin that cannot
@@ -133,7 +148,7 @@ async def _start_exec(
     if user is None or user.safe_get("exec") is None or user.safe_get("auth-provider"):
         return None
     try:
-        spec = ExecSpec.parse(user["exec"].value, base_dir=Path(path).parent)
+        spec = ExecSpec.parse(user["exec"].value, base_dir=Path(path).parent, cluster=cluster)
         credentials = ExecCredentials(spec, clock=clock, timeout=time_limit)
         first = await credentials.start()
     except CredentialError as exc:

@@ -26,6 +26,7 @@ mode = open(path("mode")).read().strip() if os.path.exists(path("mode")) else "o
 runs = int(open(path("runs")).read()) if os.path.exists(path("runs")) else 0
 open(path("runs"), "w").write(str(runs + 1))
 info = json.loads(os.environ["KUBERNETES_EXEC_INFO"])
+open(path("info.json"), "w").write(json.dumps(info))
 assert info["kind"] == "ExecCredential" and info["spec"]["interactive"] is False
 if mode == "fail":
     sys.stderr.write("error: the SSO session has expired\\nrun: aws sso login\\n")
@@ -67,16 +68,24 @@ class ExecPlugin:
         runs = self.directory / "runs"
         return int(runs.read_text()) if runs.exists() else 0
 
-    def exec_entry(self, command: str | None = None) -> dict[str, Any]:
+    @property
+    def last_info(self) -> Any:
+        """The KUBERNETES_EXEC_INFO of the last run."""
+        return orjson.loads((self.directory / "info.json").read_bytes())
+
+    def exec_entry(self, command: str | None = None, **extra: Any) -> dict[str, Any]:
         return {
             "apiVersion": "client.authentication.k8s.io/v1",
             "command": command or sys.executable,
             "args": [] if command else [str(self.script)],
             "interactiveMode": "Never",
+            **extra,
         }
 
-    def kubeconfig(self, server: str, path: Path, *, command: str | None = None) -> Path:
-        return write_kubeconfig(path, server, {"exec": self.exec_entry(command)})
+    def kubeconfig(
+        self, server: str, path: Path, *, command: str | None = None, **extra: Any
+    ) -> Path:
+        return write_kubeconfig(path, server, {"exec": self.exec_entry(command, **extra)})
 
 
 def write_kubeconfig(path: Path, server: str, user: dict[str, Any]) -> Path:

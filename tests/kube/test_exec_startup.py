@@ -63,6 +63,21 @@ async def test_a_plugin_printing_garbage_is_one_line_without_what_it_printed(plu
     assert "Sign in" not in str(raised.value)
 
 
+async def test_the_plugin_runs_without_a_terminal_and_with_cluster_info_if_asked(plugin, tmp_path):
+    kubeconfig = plugin.kubeconfig("http://127.0.0.1:1", tmp_path / "kubeconfig")
+    await load_configuration(str(kubeconfig), {})
+    assert plugin.last_info == {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "spec": {"interactive": False},
+    }
+    kubeconfig = plugin.kubeconfig(
+        "http://127.0.0.1:1", tmp_path / "kubeconfig", provideClusterInfo=True
+    )
+    await load_configuration(str(kubeconfig), {})
+    assert plugin.last_info["spec"]["cluster"] == {"server": "http://127.0.0.1:1"}
+
+
 @pytest.mark.parametrize(
     ("entry", "complaint"),
     [
