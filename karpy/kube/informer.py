@@ -22,27 +22,21 @@ What happens when things go wrong, which is the point of this module:
 * **A custom resource whose CRD is not installed** (LIST answers 404): log once, retry
   with backoff up to ``missing_retry_max`` seconds, never crash. The informer stays
   unsynced, so cluster state is not ``synced()`` and readiness fails until it exists.
-* **An object karpy cannot read**: never dropped. The sink gets an `UnreadableObject`
-  placeholder instead of a record (see `karpy.kube.unreadable`), so the object stays known
-  by key and code that acts on absence can tell "unreadable" from "gone"; it is logged,
-  counted (``karpy_informer_unparseable_objects{kind}`` now, and
-  ``karpy_informer_projection_errors_total``), and a Warning Event ``UnreadableObject``
-  names the field and the reason (published again after every relist, so a new leader,
-  whose recorder was not running before, tells too). A later valid version replaces it.
-* **A stream that stays open but says nothing** (a half-dead connection, a stuck proxy):
-  the server sends a BOOKMARK about once a minute (kube-apiserver's cacher) on a watch
-  with ``allowWatchBookmarks``, so no bytes for ``read_deadline`` seconds (two periods by
-  default) means the stream is dead. It is closed and the informer RELISTS: a stream that
-  was silently dead may have missed events, and a relist turns them into differences.
-* **A line longer than any buffer** (a multi-MiB object): lines are split by the informer
-  from whatever chunks arrive, so aiohttp's 64 KiB line limit never applies; a line beyond
-  ``max_line_bytes`` relists (the LIST reads whole bodies) instead of re-watching for ever.
-* **Anything unexpected** (a bug, a sink that raised): logged with its traceback and the
-  loop starts over from a relist after a backoff, rather than the informer dying quietly.
+* **An object karpy cannot read**: never dropped, since code acting on absence must not
+  take it for gone. The sink gets an `UnreadableObject` placeholder (`karpy.kube.unreadable`);
+  it is logged, counted (``karpy_informer_unparseable_objects{kind}``) and announced by a
+  Warning Event ``UnreadableObject`` naming the field, again after each relist (a new
+  leader's recorder tells too). A later readable version replaces it.
+* **A stream open but silent** (a half-dead connection, a stuck proxy): servers send a
+  BOOKMARK about once a minute on such a watch, so nothing for ``read_deadline`` seconds
+  means it is dead: it is closed and the informer RELISTS (it may have missed events).
+* **A multi-MiB line**: lines are split by `karpy.kube.watchlines`, with no aiohttp limit;
+  one beyond ``max_line_bytes`` relists instead of re-watching for ever.
+* **Anything unexpected** (a bug, a sink that raised): logged with its traceback, then a
+  relist that resends every object, after a backoff: the informer never dies quietly.
 
-`resync` asks for a LIST that starts after the call and waits for it: a new leader uses
-it so its destructive controllers act only on state confirmed fresh after it took the
-lease (see `karpy.operator.freshness`).
+`resync` waits for a LIST that started after the call: a new leader's controllers act
+only on state listed after it took the lease (`karpy.operator.freshness`).
 
 Relists and reconnects are logged with their cause and counted in metrics.
 """
@@ -73,10 +67,11 @@ from karpy.kube.errors import (
 )
 from karpy.kube.events import Event
 from karpy.kube.unreadable import UNREADABLE_REASON, UnreadableObject, unreadable_object
+from karpy.kube.watchlines import LineTooLong, watch_lines
 from karpy.log import describe_error, get_logger
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
     from karpy.base.clock import Clock
     from karpy.kube.backoff import TokenBucket
@@ -451,47 +446,36 @@ class Informer:
             await self.clock.sleep(self.backoff.next_delay())
 
     async def _read_events(self, response: aiohttp.ClientResponse) -> bool:
-        """Apply each line of the stream as it arrives; True when any brought news. Lines
-        are split here, from chunks of any size, so no line is too long for a buffer."""
+        """Apply each line of the stream as it arrives; True when any brought news."""
         news = False
-        partial: list[bytes] = []  # the start of a line that has not ended yet
-        partial_size = 0
+        try:
+            async for line in watch_lines(self._chunks(response), self.options.max_line_bytes):
+                news = self._event(line) or news
+        except LineTooLong as exc:
+            self._log.warning("watch line too long; relisting", bytes=exc.size,
+                              limit=exc.limit)  # fmt: skip
+            raise _Relist("oversized") from None
+        return news
+
+    async def _chunks(self, response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
         async for chunk in response.content.iter_any():
             self._last_read = self.clock.monotonic()
-            start = 0
-            while (end := chunk.find(b"\n", start)) >= 0:
-                if partial:
-                    partial.append(chunk[start:end])
-                    line = b"".join(partial)
-                    partial, partial_size = [], 0
-                else:
-                    line = chunk[start:end]
-                if line.strip():
-                    news = self._event(line) or news
-                start = end + 1
-            if start < len(chunk):
-                partial.append(chunk[start:])
-                partial_size += len(chunk) - start
-                if partial_size > self.options.max_line_bytes:
-                    self._log.warning("watch line too long; relisting", bytes=partial_size,
-                                      limit=self.options.max_line_bytes)  # fmt: skip
-                    raise _Relist("oversized")
-        tail = b"".join(partial)
-        if tail.strip():
-            news = self._event(tail) or news
-        return news
+            yield chunk
 
     async def _read_deadline(self) -> None:
         """End the watch when it has sent nothing for ``read_deadline`` seconds."""
-        while True:
-            left = self._last_read + self.options.read_deadline - self.clock.monotonic()
-            if left <= 0:
-                self._count_reconnect("stalled")
-                self._log.warning("watch sent nothing in time; relisting",
-                                  readDeadline=self.options.read_deadline)  # fmt: skip
-                self._interrupt("stalled")
-                return
-            await self.clock.sleep(left)
+        try:
+            while (left := self._last_read + self.options.read_deadline
+                   - self.clock.monotonic()) > 0:  # fmt: skip
+                await self.clock.sleep(left)
+        except Exception as exc:  # a watch without its deadline must not go on quietly
+            self._log.error("watch deadline failed; relisting", exc_info=exc)
+            self._interrupt("failed")
+            return
+        self._count_reconnect("stalled")
+        self._log.warning("watch sent nothing in time; relisting",
+                          readDeadline=self.options.read_deadline)  # fmt: skip
+        self._interrupt("stalled")
 
     def _event(self, line: bytes) -> bool:
         """Apply one watch event; True when it brought anything (even a bookmark)."""

@@ -56,8 +56,10 @@ class UnreadableObject:
     def describe(self) -> str:
         """One line for an Event: which field and why."""
         where = f"field {self.field}: " if self.field else ""
-        return f"karpy cannot read this {self.kind} ({where}{self.error}); it is kept as "\
-               "unreadable and never treated as absent until it is fixed"  # fmt: skip
+        return (
+            f"karpy cannot read this {self.kind} ({where}{self.error}); it is kept as "
+            "unreadable and never treated as absent until it is fixed"
+        )
 
     def ref(self) -> ObjectRef:
         return ObjectRef(self.kind, self.name, self.namespace, self.uid, self.api_version)

@@ -12,8 +12,9 @@ object's resourceVersion, so a stored record can be compared with the API's curr
 A projection reads a dict and returns the record. An object karpy cannot read makes it
 raise what reading it raised (``TypeError``, ``ValueError``, ``KeyError``,
 ``AttributeError``, or a model's `InvalidObject`); the informer, the one place that
-catches these, keeps the object out of state, logs it and counts it
-(`karpy_informer_projection_errors_total`).
+catches these, hands cluster state an `UnreadableObject` placeholder instead (kept by
+key, never taken for absent: `karpy.kube.unreadable`), logs it, counts it and sends a
+Warning Event.
 """
 
 from __future__ import annotations
