@@ -7,14 +7,15 @@ import asyncio
 from typing import Any
 
 from karpy.kube import resources
-from karpy.kube.events import Event
+from karpy.kube.client import KubeClient
+from karpy.kube.events import Event, EventRecorder
 from karpy.kube.informer import WatchSpec
 from karpy.kube.unreadable import UNREADABLE_REASON
 from karpy.observability.metrics import Metrics
 from karpy.state import kinds
 from karpy.state import records as p
 from tests import factories as f
-from tests.kube.helpers import eventually, running
+from tests.kube.helpers import eventually, running, transport_for
 
 NODES = WatchSpec(resources.NODES, p.node_info, kind=kinds.NODE)
 NODECLAIMS = WatchSpec(resources.NODECLAIMS, p.nodeclaim, kind=kinds.NODECLAIM)
@@ -113,3 +114,27 @@ async def test_unreadable_objects_are_announced_again_after_a_relist(apiserver):
         await informer.resync("test")
     # once when read, once after each of the two lists (a new leader's recorder hears it)
     assert [e.involved.name for e in events.published] == ["bad", "bad", "bad"]
+
+
+async def test_the_warning_event_reaches_the_api_server(apiserver):
+    apiserver.store.create("nodeclaims", f.nodeclaim("claim"))
+    set_status(apiserver, "nodeclaims", "claim",
+               {"conditions": [bad_condition("2024-01-01t00:00:00z")]})  # fmt: skip
+    transport = transport_for(apiserver)
+    recorder = EventRecorder(KubeClient(transport), qps=1000, burst=1000)
+    stop = asyncio.Event()
+    recording = asyncio.create_task(recorder.run(stop))
+    await asyncio.sleep(0)  # the recorder runs (leads) before the informer reads
+    try:
+        async with running(apiserver, [NODECLAIMS], events=recorder) as (_, (informer,)):
+            await informer.synced.wait()
+            await eventually(lambda: recorder.sent == 1)
+    finally:
+        stop.set()
+        await recording
+        await transport.close()
+    (event,) = apiserver.store.list("events")
+    assert (event["type"], event["reason"]) == ("Warning", UNREADABLE_REASON)
+    assert event["involvedObject"]["kind"] == "NodeClaim"
+    assert event["involvedObject"]["name"] == "claim"
+    assert "lastTransitionTime" in event["message"]
