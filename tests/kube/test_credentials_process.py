@@ -46,6 +46,11 @@ def control(url: str, method: str, path: str, body: object) -> None:
         answer.read()
 
 
+def refused(url: str) -> int:
+    with urllib.request.urlopen(url + "/_emulator/tokens", timeout=10) as answer:
+        return int(orjson.loads(answer.read())["refused"])
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_the_controller_keeps_its_lease_across_token_expiries(tmp_path: Path):
@@ -71,6 +76,7 @@ def test_the_controller_keeps_its_lease_across_token_expiries(tmp_path: Path):
                 assert controller.process.poll() is None, controller.messages()
                 time.sleep(0.5)
             assert "stopped leading" not in controller.messages()
+            assert refused(emulator.url) == 0  # renewed before expiry, not after a 401
         finally:
             controller.process.terminate()
             controller.finish()

@@ -15,6 +15,7 @@ from another process (the ``karpy controller`` subprocess, a kubectl run):
     PUT    /_emulator/token-check           {enabled}: 401 for requests without an accepted token
     POST   /_emulator/tokens                {token, user?, lifetime?}: accept a bearer token
     DELETE /_emulator/tokens?token=...      stop accepting it (every token without ?token)
+    GET    /_emulator/tokens                {enabled, refused}: how many requests got a 401
 
 and, for chaos tests of a running sandbox cluster (``kubectl create --raw
 /sandbox/v1/faults -f body.json``), one endpoint that takes an action:
@@ -112,6 +113,8 @@ class Controls:
             server.auth.accept(body["token"], user=str(body.get("user", "karpy")),
                                lifetime=None if lifetime is None else float(lifetime))  # fmt: skip
             return _json({}, 201)
+        if route == "/tokens" and method == "GET":
+            return _json({"enabled": server.auth.enabled, "refused": server.auth.refused})
         if route == "/tokens" and method == "DELETE":
             server.auth.revoke(request.query.get("token"))
             return _json({})
