@@ -150,15 +150,14 @@ class StateSnapshot:
         acts because an object is absent from a map must check this first."""
         return key in self.unreadable.get(kind, EMPTY)
 
-    def unreadable_provider(self, provider_id: str) -> bool:
-        """Is there an unreadable Node or NodeClaim naming ``provider_id`` (or one whose
-        provider ID could not be read at all)? Then "no Node (NodeClaim) for this instance"
-        is not known."""
-        for kind in (kinds.NODE, kinds.NODECLAIM):
-            for placeholder in self.unreadable_of(kind).values():
-                if placeholder.provider_id in ("", provider_id):
-                    return True
-        return False
+    def unreadable_provider(self, provider_id: str, kind: str = kinds.NODE) -> bool:
+        """Is there an unreadable ``kind`` (Node or NodeClaim) naming ``provider_id``, or
+        one whose provider ID could not be read at all? Then "no Node (NodeClaim) for this
+        instance" is not known."""
+        return any(
+            placeholder.provider_id in ("", provider_id)
+            for placeholder in self.unreadable_of(kind).values()
+        )
 
     def claim_for_node(self, node: str) -> NodeClaim | None:
         name = self.claim_of_node.get(node)

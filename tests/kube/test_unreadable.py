@@ -58,8 +58,9 @@ async def test_unreadable_nodeclaim_and_node_stay_known_until_fixed(apiserver):
         snapshot = state.snapshot()
         assert "claim" not in snapshot.nodeclaims
         assert snapshot.is_unreadable(kinds.NODECLAIM, "claim")
-        assert snapshot.unreadable_provider("fake:///i-1")
-        assert not snapshot.unreadable_provider("fake:///i-2")
+        assert snapshot.unreadable_provider("fake:///i-1", kinds.NODECLAIM)
+        assert not snapshot.unreadable_provider("fake:///i-2", kinds.NODECLAIM)
+        assert not snapshot.unreadable_provider("fake:///i-1", kinds.NODE)
         assert unparseable(metrics, kinds.NODECLAIM) == 1
 
         # A Node turns unreadable through the watch: its record makes way for a placeholder.
@@ -69,7 +70,7 @@ async def test_unreadable_nodeclaim_and_node_stay_known_until_fixed(apiserver):
                    {"conditions": [bad_condition("2024-13-01T00:00:00Z")]})  # fmt: skip
         await eventually(lambda: state.snapshot().is_unreadable(kinds.NODE, "bad"))
         assert "bad" not in state.snapshot().nodes
-        assert state.snapshot().unreadable_provider("fake:///i-2")
+        assert state.snapshot().unreadable_provider("fake:///i-2", kinds.NODE)
         assert unparseable(metrics, kinds.NODE) == 1
 
         warnings = {(e.involved.kind, e.involved.name): e for e in events.published}
