@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import attrs
 
+from karpy.kube.unreadable import UnreadableObject
 from karpy.state import kinds
 from karpy.state import records as p
 from karpy.state.cluster import ClusterState, StateChange
@@ -205,3 +206,26 @@ def test_counts_by_kind():
     add(state, kinds.POD, pod("a"), pod("b"))
     add(state, kinds.NODE, node("n"))
     assert state.counts() == {kinds.POD: 2, kinds.NODE: 1}
+
+
+def test_an_unreadable_object_is_filed_apart_and_replaced_by_a_readable_version():
+    state = ClusterState()
+    seen: list[StateChange] = []
+    state.subscribe(seen.extend)
+    node = p.node_info(f.node("n1", provider_id="fake:///i-1"))
+    add(state, kinds.NODE, node)
+    placeholder = UnreadableObject(kinds.NODE, "n1", "n1", provider_id="fake:///i-1",
+                                   error="ValueError: month must be in 1..12")  # fmt: skip
+    generation = state.generation
+    state.apply(kinds.NODE, [("n1", placeholder)], [])
+    snap = state.snapshot()
+    assert snap.generation > generation
+    assert "n1" not in snap.nodes and snap.node_by_provider("fake:///i-1") is None
+    assert snap.is_unreadable(kinds.NODE, "n1")
+    assert snap.unreadable_of(kinds.NODE)["n1"] is placeholder
+    assert seen[-1] == StateChange(kinds.NODE, "n1", node, None)
+    state.apply(kinds.NODE, [("n1", node)], [])
+    assert "n1" in state.snapshot().nodes and not state.snapshot().is_unreadable(kinds.NODE, "n1")
+    state.apply(kinds.NODE, [("n1", placeholder)], [])
+    state.apply(kinds.NODE, [], ["n1"])
+    assert not state.snapshot().is_unreadable(kinds.NODE, "n1")
