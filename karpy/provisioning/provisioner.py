@@ -269,18 +269,23 @@ class Provisioner:
     ) -> int:
         if not plans:
             return 0
-        gate = asyncio.Semaphore(CREATE_CONCURRENCY)
         usage = _pool_usage(snapshot, self._created)
+        waiting = iter(plans)
+        created = 0
 
-        async def create(plan: NodeClaimPlan) -> bool:
-            async with gate:
-                return await self._create(plan, snapshot, compiled, usage)
+        async def creator() -> None:
+            nonlocal created
+            for plan in waiting:  # shared by the creators: each plan is taken once
+                created += await self._create(plan, snapshot, compiled, usage)
 
+        # A fixed set of creators rather than a task per plan: a round of tens of thousands
+        # of NodeClaims cancelled at shutdown has CREATE_CONCURRENCY tasks to cancel, not a
+        # semaphore queue whose every cancellation costs a scan of the queue.
         # Creating NodeClaims goes ahead of the lifecycle's writes in the rate limiter:
         # the capacity a round decided on is asked for first, whatever else is queued.
         with priority(CREATE_PRIORITY):
-            outcomes = await asyncio.gather(*(create(p) for p in plans))
-        return sum(outcomes)
+            await asyncio.gather(*(creator() for _ in range(min(CREATE_CONCURRENCY, len(plans)))))
+        return created
 
     async def _create(
         self,

@@ -16,7 +16,7 @@ from karpy.cloud.fake import FakeCloudProvider
 from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.provisioning.cancellable import solve_in_thread
-from karpy.provisioning.provisioner import ROUND, Provisioner
+from karpy.provisioning.provisioner import CREATE_CONCURRENCY, ROUND, Provisioner
 from karpy.scheduling.solver import SolveCancelled
 from karpy.settings import Settings
 from tests import factories as f
@@ -106,3 +106,24 @@ async def test_an_uncancelled_solve_returns_its_result():
     assert await solve_in_thread(lambda cancel: "planned" if not cancel.is_set() else "") == (
         "planned"
     )
+
+
+@pytest.mark.timeout(120)
+async def test_a_round_creating_many_nodeclaims_holds_a_bounded_number_of_tasks(apiserver):
+    # Cancelling a round at shutdown cancels its creation tasks; there must be few of them
+    # (a task per NodeClaim waiting on a semaphore costs quadratic time to cancel).
+    async with provisioning(apiserver, pods=300) as (_, provisioner):
+        apiserver.faults.delay("POST", "/apis/karpenter.sh/v1/nodeclaims", seconds=0.2,
+                               count=None)  # fmt: skip
+        round_ = asyncio.create_task(provisioner.reconcile(ROUND))
+        await eventually(lambda: bool(apiserver.store.list("nodeclaims.karpenter.sh")), 60)
+        creating = [t for t in asyncio.all_tasks() if _creating(t)]
+        round_.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await round_
+        assert 0 < len(creating) <= CREATE_CONCURRENCY
+        assert 0 < len(apiserver.store.list("nodeclaims.karpenter.sh")) < 300
+
+
+def _creating(task: asyncio.Task[object]) -> bool:
+    return getattr(task.get_coro(), "__qualname__", "").startswith("Provisioner._create_all")
