@@ -134,6 +134,8 @@ async def test_deletion_waits_for_nodeclaims_then_removes_templates_and_profile(
         ec2 = await aws_clients.ec2()
         ours = await _template(ec2, "karpenter.k8s.aws/ours", "default")
         theirs = await _template(ec2, "karpenter.k8s.aws/theirs", "other")
+        by_hand = await _template(ec2, "made-by-hand", "default")
+        copied = await _template(ec2, "karpenter.k8s.aws/copied", "default", eks_tag=False)
         apiserver.store.create(NODECLAIMS, f.nodeclaim("default-a1b2c", nodepool="default"))
         apiserver.store.delete(NODECLASSES, "default")
         await world.settled()
@@ -157,7 +159,10 @@ async def test_deletion_waits_for_nodeclaims_then_removes_templates_and_profile(
         assert apiserver.store.try_get(NODECLASSES, "default") is None
         names = {t["LaunchTemplateId"] for t in
                  (await ec2.describe_launch_templates())["LaunchTemplates"]}  # fmt: skip
-        assert names == {theirs}, f"only the class's own templates go ({ours} deleted)"
+        assert names == {theirs, by_hand, copied}, (
+            f"only the class's own templates go ({ours} deleted); a template without karpy's "
+            "name prefix or every ownership tag is not karpy's"
+        )
         assert (await iam.list_instance_profiles())["InstanceProfiles"] == []
 
 
@@ -178,11 +183,13 @@ async def test_an_isolated_vpc_leaves_instance_profiles_to_iam_users(
         assert (await iam.get_instance_profile(InstanceProfileName=profile))["InstanceProfile"]
 
 
-async def _template(ec2: Any, name: str, nodeclass: str) -> str:
+async def _template(ec2: Any, name: str, nodeclass: str, *, eks_tag: bool = True) -> str:
     tags = {
         "karpenter.k8s.aws/ec2nodeclass": nodeclass,
         f"kubernetes.io/cluster/{CLUSTER}": "owned",
     }
+    if eks_tag:
+        tags["eks:eks-cluster-name"] = CLUSTER
     answer = await ec2.create_launch_template(
         LaunchTemplateName=name, LaunchTemplateData={"InstanceType": "m5.large"},
         TagSpecifications=[{"ResourceType": "launch-template",

@@ -2,8 +2,9 @@
 before a deleted class may go.
 
 A class is deleted only after the AWS resources made for it are: its launch templates
-(found by the tags ``karpenter.k8s.aws/ec2nodeclass=<name>`` and
-``kubernetes.io/cluster/<cluster>=owned``) and its managed instance profiles. That must
+(found by the tags ``karpenter.k8s.aws/ec2nodeclass=<name>``,
+``kubernetes.io/cluster/<cluster>=owned`` and ``eks:eks-cluster-name=<cluster>`` and karpy's
+name prefix, checked again on each answer) and its managed instance profiles. That must
 wait until no NodeClaim refers to the class any more — their instances still use those
 resources, and their termination needs the class — so while some do, the finalizer
 stays, a ``WaitingOnNodeClaimTermination`` event names them (again every ten minutes),
@@ -20,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import ClientError
 
 from karpy.apis.labels import FINALIZER_AWS_TERMINATION, LABEL_AWS_NODECLASS
+from karpy.cloud.aws.launch.tags import tags_of
+from karpy.cloud.aws.launch.templates import is_owned_template, owned_template_filters
 from karpy.cloud.aws.nodeclass.selectors import describe_all
 from karpy.kube.events import Event, ObjectRef
 from karpy.kube.resources import EC2NODECLASSES
@@ -81,12 +84,16 @@ async def _patch_finalizers(
 
 
 async def delete_launch_templates(ec2: Any, nodeclass: str, cluster_name: str) -> list[str]:
-    """Delete the launch templates karpy made for ``nodeclass``; their names."""
-    templates = await describe_all(
+    """Delete the launch templates karpy made for ``nodeclass``; their names. Only those
+    `is_owned_template` accepts: a template made by hand that copies the class tag is kept."""
+    found = await describe_all(
         ec2, "describe_launch_templates", "LaunchTemplates",
-        Filters=[{"Name": f"tag:{LABEL_AWS_NODECLASS}", "Values": [nodeclass]},
-                 {"Name": f"tag:kubernetes.io/cluster/{cluster_name}", "Values": ["owned"]}],
+        Filters=[*owned_template_filters(cluster_name),
+                 {"Name": f"tag:{LABEL_AWS_NODECLASS}", "Values": [nodeclass]}],
     )  # fmt: skip
+    templates = [t for t in found
+                 if is_owned_template(str(t.get("LaunchTemplateName", "")), tags_of(t.get("Tags")),
+                                      cluster_name)]  # fmt: skip
     deleted = []
     for template in templates:
         try:
