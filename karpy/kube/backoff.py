@@ -125,8 +125,21 @@ class TokenBucket:
         heapq.heappush(self._waiters, (-priority, next(self._order), future))
         if self._drainer is None or self._drainer.done():
             self._drainer = asyncio.create_task(self._drain())
+            self._drainer.add_done_callback(self._drained)
         await future
         return self.clock.monotonic() - started
+
+    def _drained(self, task: asyncio.Task[None]) -> None:
+        """A drainer that failed or was cancelled hands its failure to every caller still
+        queued, who would otherwise wait for a token forever."""
+        failure: BaseException | None
+        failure = asyncio.CancelledError() if task.cancelled() else task.exception()
+        if failure is None:
+            return
+        waiters, self._waiters = self._waiters, []
+        for *_, future in waiters:
+            if not future.done():
+                future.set_exception(failure)
 
     async def _drain(self) -> None:
         """Hand out tokens to the queue as they accrue, best waiter first."""

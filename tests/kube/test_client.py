@@ -294,3 +294,19 @@ async def test_requests_inside_priority_jump_the_rate_limiters_queue(transport, 
         await asyncio.sleep(0.01)
     await asyncio.wait_for(asyncio.gather(routine, urgent), 5)
     assert order == ["urgent", "routine"]
+
+
+async def test_a_failed_drainer_fails_its_waiters_instead_of_leaving_them_waiting():
+    class BrokenClock(FakeClock):
+        async def sleep(self, seconds: float) -> None:
+            raise RuntimeError("clock broke")
+
+    bucket = TokenBucket(qps=10, burst=1, clock=BrokenClock())
+    await bucket.acquire()  # the stored token
+    waiters = [asyncio.create_task(bucket.acquire()) for _ in range(2)]
+    done, pending = await asyncio.wait(waiters, timeout=5)
+    assert not pending, "a waiter was left queued behind a dead drainer"
+    for task in done:
+        with pytest.raises(RuntimeError, match="clock broke"):
+            task.result()
+    assert bucket.waiting == 0
