@@ -395,7 +395,7 @@ def _limits(raw: Mapping[str, Any], path: str) -> tuple[dict[str, int], dict[str
     """The limits karpy reads (milli-units) and, apart, the texts the CRD's pattern admits
     that are no quantity at all (``1e1.5``). A text the pattern refuses raises
     `InvalidObject`, as the API server would have refused it."""
-    admitted = {k: v for k, v in raw.items() if not isinstance(v, str) or _ADMITTED.match(v)}
+    admitted = {k: v for k, v in raw.items() if not isinstance(v, str) or _ADMITTED.fullmatch(v)}
     limits = parse_resource_list({k: v for k, v in raw.items() if k not in admitted}, path)
     unreadable: dict[str, str] = {}
     for resource, value in admitted.items():

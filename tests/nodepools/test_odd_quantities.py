@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from karpy.apis.core import InvalidObject
+from karpy.apis.nodepool import NodePool
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.fake import FakeCloudProvider
 from karpy.cloud.fake.catalog import embedded_catalog
@@ -93,3 +95,9 @@ async def test_a_limit_the_crd_admits_but_no_parser_reads_is_reported_in_status(
         await eventually(lambda: bool(world.events("FailedScheduling")))
         (event,) = world.events("FailedScheduling")
         assert said in event["message"], event["message"]
+
+
+def test_a_limit_the_crd_pattern_refuses_is_still_refused() -> None:
+    for text in ("lots", "1e1.5\n"):
+        with pytest.raises(InvalidObject):
+            NodePool.from_dict(f.nodepool("default", limits={"cpu": text}))
