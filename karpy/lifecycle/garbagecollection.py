@@ -9,8 +9,9 @@ Two kinds of leftovers, looked for every two minutes (Karpenter's period):
   *duplicate*: a launch retried after its response was lost left two. Either is
   terminated, never the instance a NodeClaim records.
 * **A registered NodeClaim without an instance.** If the cloud no longer lists the
-  instance and the Node is not Ready, the NodeClaim is deleted (``garbage_collected``)
-  so its pods are scheduled elsewhere. NodeClaims that never registered are liveness's
+  instance, the Node is not Ready, and the cloud asked for that one instance says it is
+  gone, the NodeClaim is deleted (``garbage_collected``) so its pods are scheduled
+  elsewhere. NodeClaims that never registered are liveness's
   business.
 
 Terminating is the one thing here that cannot be undone, so an instance is terminated only
@@ -44,7 +45,7 @@ from karpy.kube.errors import KubeError, NotFound
 from karpy.kube.resources import NODECLAIMS
 from karpy.lifecycle.claimed import ClaimedInstances, UnreadableList, Verdict, list_claimed
 from karpy.lifecycle.conditions import REGISTERED, is_true
-from karpy.log import get_logger, obj_ref
+from karpy.log import describe_error, get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ class GarbageCollection:
                 and claim.status.provider_id not in listed
             ):
                 node = snapshot.node_by_provider(claim.status.provider_id)
-                if node is None or not node.ready:
+                if (node is None or not node.ready) and await self._instance_gone(claim):
                     await self._delete(claim)
         return self._next_confirmation()
 
@@ -184,6 +185,24 @@ class GarbageCollection:
             self.ctx.metrics.garbagecollection_terminated.labels(suspect.reason).inc()
 
     # -- NodeClaims whose instance is gone ---------------------------------------------
+
+    async def _instance_gone(self, claim: NodeClaim) -> bool:
+        """Whether the cloud, asked for this one instance, says it is gone. Missing from the
+        list is not enough: the list shows only instances carrying every ownership tag, and
+        one whose tag was removed by hand still runs the NodeClaim's pods."""
+        try:
+            instance = await self.ctx.provider.get(claim.status.provider_id)
+        except NodeClaimNotFound:
+            return True
+        except Exception as exc:  # any doubt keeps the NodeClaim
+            log.warning("kept nodeclaim: could not confirm its instance is gone",
+                        **obj_ref("NodeClaim", claim.name), providerID=claim.status.provider_id,
+                        error=describe_error(exc))  # fmt: skip
+            return False
+        log.warning("kept nodeclaim: its instance runs but is not listed as karpy's",
+                    **obj_ref("NodeClaim", claim.name),
+                    providerID=instance.provider_id)  # fmt: skip
+        return False
 
     async def _delete(self, claim: NodeClaim) -> None:
         try:

@@ -143,3 +143,35 @@ async def test_instances_that_are_not_karpys_are_never_terminated(
         with pytest.raises(NodeClaimNotFound):
             await ctx.provider.delete(stand_in)
         assert await state_of(aws_clients, foreign[0]) == "running"
+
+
+async def test_a_registered_nodeclaim_is_kept_while_its_instance_runs_unlisted(
+    apiserver: Any, aws_account: Account, aws_clients: AWSClients
+) -> None:
+    """Someone removed the NodeClaim tag by hand: the instance drops out of karpy's list, but
+    it runs, so its NodeClaim is not deleted for an instance that is "gone"."""
+    claim = NodeClaim.from_dict(f.nodeclaim("default-untagged", nodepool="default",
+                                            launched=False))  # fmt: skip
+    tags = instance_tags(nodeclass(aws_account), claim, CLUSTER)
+    instance_id = await run_tagged(aws_clients, aws_account, tags)
+    ec2 = await aws_clients.ec2()
+    await ec2.delete_tags(Resources=[instance_id], Tags=[{"Key": "karpenter.sh/nodeclaim"}])
+    async with aws_lifecycle(apiserver, aws_clients) as (world, ctx, clock):
+        spec = f.nodeclaim("default-untagged", nodepool="default", launched=True,
+                           registered=True, provider_id=provider_id(instance_id),
+                           node_name="default-untagged")  # fmt: skip
+        created = apiserver.store.create(NODECLAIMS, spec)
+        for condition in spec["status"]["conditions"]:
+            condition.update(lastTransitionTime="2025-01-01T00:00:00Z",
+                             reason=condition["type"], message="")  # fmt: skip
+        created["status"] = spec["status"]
+        apiserver.store.update_status(NODECLAIMS, created)
+        await world.settled()
+        assert provider_id(instance_id) not in {i.provider_id for i in await ctx.provider.list()}
+        gc = GarbageCollection(ctx, grace=30)
+        for _ in range(3):
+            await clock.advance(PERIOD)
+            await gc.reconcile("gc")
+        assert gc.deleted == 0 and gc.terminated == 0
+        assert apiserver.store.try_get(NODECLAIMS, "default-untagged") is not None
+        assert await state_of(aws_clients, instance_id) == "running"
