@@ -238,7 +238,7 @@ class KarpenterMetrics:
         self.rounds = Counter(
             "karpy_provisioning_rounds_total",
             "Provisioning rounds, by outcome (launched, nothing_to_do, no_nodepools, "
-            "deferred, failed).",
+            "deferred, failed, abandoned).",
             ["outcome"],
             registry=r,
         )
@@ -255,7 +255,8 @@ class KarpenterMetrics:
         )  # fmt: skip
         self.events_dropped = Counter(
             "karpy_events_dropped_total",
-            "Events not written, by reason and why (duplicate, spam, queue_full, not_leading).",
+            "Events not written, by reason and why (duplicate, spam, queue_full, not_leading, "
+            "send_failed).",
             ["reason", "why"],
             registry=r,
         )
