@@ -4,43 +4,23 @@ API server emulator with the fake cloud and a fake clock."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from karpy.apis.labels import FINALIZER_TERMINATION
 from karpy.apis.nodeclaim import NodeClaim
-from karpy.cloud.fake import FakeCloudProvider
-from karpy.cloud.fake.catalog import embedded_catalog
-from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.kube.resources import NODES
-from karpy.lifecycle.context import Lifecycle
 from karpy.lifecycle.finalize import finalize
 from karpy.lifecycle.garbagecollection import GarbageCollection
 from karpy.lifecycle.liveness import check_liveness
 from tests import factories as f
-from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
-from tests.kube.fakeclock import FakeClock
+from tests.fixtures.cluster import World
 from tests.kube.helpers import eventually
+from tests.lifecycle.helpers import lifecycle
 
 NODECLAIMS = "nodeclaims.karpenter.sh"
-
-
-@contextlib.asynccontextmanager
-async def lifecycle(apiserver: Any) -> AsyncIterator[tuple[World, Lifecycle, FakeClock]]:
-    clock = FakeClock(start=datetime.now(UTC))
-    async with controller_world(apiserver) as world:
-        apiserver.store.create("ec2nodeclasses.karpenter.k8s.aws", EXAMPLE_NODECLASS)
-        unavailable = UnavailableOfferings(clock=clock)
-        provider = FakeCloudProvider(embedded_catalog(), client=world.client, state=world.state,
-                                     unavailable=unavailable, clock=clock)  # fmt: skip
-        ctx = Lifecycle(world.state, world.client, provider, world.recorder, unavailable,
-                        clock, world.metrics.karpenter)  # fmt: skip
-        await world.settled()
-        yield world, ctx, clock
 
 
 def stored_claim(apiserver: Any, name: str, *, launched_at: str | None = None) -> NodeClaim:
