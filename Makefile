@@ -30,6 +30,13 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix karpy tests
 	$(BIN)/ruff format karpy tests
 
+# The documentation site (mkdocs-material), strict: a broken link, a missing anchor or a page
+# left out of the nav fails the build. Output in build/site/ (gitignored). `make test` checks it
+# too (tests/deploy/test_docs.py).
+.PHONY: docs
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet -f docs/mkdocs/mkdocs.yml
+
 # The sandbox demo: an emulated cluster on loopback with karpy provisioning for a demo workload.
 run: $(STAMP)
 	$(BIN)/karpy sandbox run
