@@ -98,6 +98,7 @@ CASES = [
     ("leader_election_name", "my-lease", "my-lease", "karpenter-leader-election",
      "karpenter-leader-election"),
     ("leader_election_namespace", "karpy", "karpy", "ops", "ops"),
+    ("coexist_with_karpenter", "false", False, "true", True),
     ("disable_controller_warmup", "false", False, "true", True),
     ("disable_cluster_state_observability", "true", True, "false", False),
     ("kube_client_qps", "50", 50, "-1", -1),

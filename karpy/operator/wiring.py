@@ -10,6 +10,9 @@
   NodeClaim lifecycle, termination, garbage collection, NodePool status, node leases,
   the event recorder), every one but the recorder held on taking the lease until each
   informer has relisted (`karpy.operator.freshness`);
+* the Karpenter watch (`karpy.operator.coexistence`): the elector campaigns only while no
+  Karpenter controller holds its leader Lease (unless ``COEXIST_WITH_KARPENTER=true``),
+  and every writer stops at once if one appears;
 * the event-loop watchdog and the health and metrics servers.
 
 ``components`` is what `karpy.operator.Operator` runs. ``DISABLE_CONTROLLER_WARMUP=true``
@@ -39,6 +42,8 @@ from karpy.kube.watched import WATCHED
 from karpy.observability.health import LoopWatchdog
 from karpy.observability.metrics import Metrics
 from karpy.observability.server import HTTPServers
+from karpy.observability.state_metrics import PodStartupObserver
+from karpy.operator.coexistence import KarpenterWatch, event_target
 from karpy.operator.controllers import build_controllers
 from karpy.operator.freshness import FreshState, after_fresh_state
 from karpy.state.cluster import ClusterState
@@ -85,6 +90,7 @@ class Runtime:
                 self.state.unsynced_seconds,
             )  # fmt: skip
             self.metrics.bind_state_metrics(self.state.snapshot)
+        self.state.subscribe(PodStartupObserver(self.metrics.karpenter.pods_startup_duration))
         # Events have their own token bucket, as client-go's broadcaster has its own client:
         # a burst of Events never delays a launch or a drain.
         event_client = KubeClient(
@@ -108,10 +114,17 @@ class Runtime:
             provider=self.provider, unavailable=self.unavailable, metrics=self.metrics,
             clock=SYSTEM_CLOCK, timings=timings,
         )  # fmt: skip
+        self.coexistence = KarpenterWatch(
+            self.client, coexist=settings.coexist_with_karpenter,
+            target=event_target(env, lease_name=settings.leader_election_name,
+                                namespace=env.get("SYSTEM_NAMESPACE")
+                                or settings.leader_election_namespace),
+        )  # fmt: skip
+        halting = self.coexistence.halting
         self.elector: LeaderElector | NoElection
         self.freshness: FreshState | None = None
         if settings.disable_leader_election:
-            self.elector = NoElection(writers, metrics=self.metrics,
+            self.elector = NoElection([halting(w) for w in writers], metrics=self.metrics,
                                       lease_name=settings.leader_election_name)  # fmt: skip
         else:
             election = ElectionConfig(
@@ -125,8 +138,9 @@ class Runtime:
             # A new leader's controllers wait until every informer has relisted since it
             # took the lease (karpy.operator.freshness).
             self.freshness = FreshState(informers)
+            writers = after_fresh_state(self.freshness, writers)
             self.elector = LeaderElector(election, election_client,
-                                         writers=after_fresh_state(self.freshness, writers),
+                                         writers=[halting(w) for w in writers],
                                          metrics=self.metrics)  # fmt: skip
         gate = self.elector.leading if settings.disable_controller_warmup else None
         self.informers = InformerSet(informers, gate=gate)
@@ -142,7 +156,8 @@ class Runtime:
             profiling=settings.enable_profiling,
         )
         self.components: list[Component] = [
-            self.http, self.watchdog, self.informers, After(self.http.started, self.elector),
+            self.http, self.watchdog, self.informers, self.coexistence,
+            After(self.http.started, self.coexistence.gate(self.elector)),
         ]  # fmt: skip
 
     @classmethod
@@ -156,9 +171,13 @@ class Runtime:
         """Run ``writer`` (a component that changes the API or the cloud) only while this
         process leads, and only once state is fresh. Call before the components run."""
         fresh = self.freshness
-        self.elector.writers.append(writer if fresh is None else After(fresh.fresh, writer))
+        writer = writer if fresh is None else After(fresh.fresh, writer)
+        self.elector.writers.append(self.coexistence.halting(writer))
 
     def readiness(self) -> tuple[bool, str]:
+        refusal = self.coexistence.refusal()
+        if refusal:
+            return False, refusal
         if self.state.synced():
             return True, "ok"
         missing = self.state.missing_kinds()

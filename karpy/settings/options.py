@@ -73,7 +73,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("cluster_ca_bundle", "", _ca_bundle, "Base64 PEM CA bundle that nodes trust; "
            "karpy's own when empty.", "cluster", "BASE64", echo_value=False),
     Option("kubeconfig", "", lambda text: text or None, "karpy: kubeconfig file for the API "
-           "server; unset means the in-cluster service account.", "cluster", "PATH"),
+           "server; unset means, in a pod, its service account, else $KUBECONFIG, else "
+           "~/.kube/config.", "cluster", "PATH"),
     Option("eks_control_plane", "false", _bool, "Discover cluster details with EKS "
            "DescribeCluster.", "cluster", _BOOL),
     Option("isolated_vpc", "false", _bool, "No public AWS endpoints: static prices, no "
@@ -141,6 +142,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("leader_election_namespace", "", _namespace, "Namespace of the leader-election "
            "Lease.", "operator", "NAMESPACE", shown_default="the pod's namespace "
            "(SYSTEM_NAMESPACE, else the service-account file), else kube-system"),
+    Option("coexist_with_karpenter", "false", _bool, "karpy: act even while a Karpenter "
+           "controller holds its leader Lease (karpenter-leader-election, any namespace); "
+           "false waits until that Lease is stale.", "operator", _BOOL),
     Option("disable_controller_warmup", "false", _bool, "When true, followers wait until they "
            "win the lease before starting informers (slower fail-over, less memory on "
            "standbys).", "operator", _BOOL),

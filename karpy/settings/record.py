@@ -66,6 +66,7 @@ class Settings:
     disable_leader_election: bool = False
     leader_election_name: str = "karpy-leader-election"
     leader_election_namespace: str = FALLBACK_NAMESPACE
+    coexist_with_karpenter: bool = False
     disable_controller_warmup: bool = False
     disable_cluster_state_observability: bool = False
     kube_client_qps: int = 200
