@@ -15,6 +15,7 @@ from typing import Any
 from karpy.sandbox.apiserver import tables
 from karpy.sandbox.apiserver.jsonpath import compile_path
 from karpy.sandbox.apiserver.kinds import FieldGetter, Kind, Obj, ScaleSpec
+from karpy.sandbox.apiserver.rbackinds import access_kinds
 
 
 def field(path: str) -> FieldGetter:
@@ -451,4 +452,5 @@ def builtin_kinds() -> list[Kind]:
             columns=tables.CRD_COLUMNS,
             returns_deleted_object=True,
         ),
+        *access_kinds(),
     ]

@@ -16,6 +16,10 @@ from another process (the ``karpy controller`` subprocess, a kubectl run):
     POST   /_emulator/tokens                {token, user?, lifetime?}: accept a bearer token
     DELETE /_emulator/tokens?token=...      stop accepting it (every token without ?token)
     GET    /_emulator/tokens                {enabled, refused}: how many requests got a 401
+    PUT    /_emulator/rbac                  {enabled}: RBAC (403 for what no rule grants)
+    GET    /_emulator/audit?user=...        per user, each (verb, group, resource, subresource,
+                                            namespace, name, path, allowed) decided and how often
+    DELETE /_emulator/audit                 forget the calls recorded so far
 
 and, for chaos tests of a running sandbox cluster (``kubectl create --raw
 /sandbox/v1/faults -f body.json``), one endpoint that takes an action:
@@ -37,6 +41,7 @@ import orjson
 from aiohttp import web
 
 from karpy.sandbox.apiserver import errors
+from karpy.sandbox.apiserver.auth import UNSECURED
 
 if TYPE_CHECKING:
     from karpy.sandbox.apiserver.server import APIServer
@@ -117,6 +122,16 @@ class Controls:
             return _json({"enabled": server.auth.enabled, "refused": server.auth.refused})
         if route == "/tokens" and method == "DELETE":
             server.auth.revoke(request.query.get("token"))
+            return _json({})
+        if route == "/rbac" and method == "PUT":
+            server.rbac.enable(bool(body.get("enabled", True)))
+            server.auth.enabled = server.auth.enabled or server.rbac.enabled
+            server.auth.unsecured = UNSECURED if server.rbac.enabled else None
+            return _json({"enabled": server.rbac.enabled})
+        if route == "/audit" and method == "GET":
+            return _json(server.rbac.audit.describe(request.query.get("user")))
+        if route == "/audit" and method == "DELETE":
+            server.rbac.audit.reset()
             return _json({})
         raise errors.no_such_route()
 

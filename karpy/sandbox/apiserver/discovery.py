@@ -44,6 +44,7 @@ _SUBRESOURCE_KINDS = {
     "binding": (("", "v1", "Binding"), ["create"]),
     "eviction": (("policy", "v1", "Eviction"), ["create"]),
     "finalize": (None, ["update"]),
+    "token": (("authentication.k8s.io", "v1", "TokenRequest"), ["create"]),
 }
 
 

@@ -21,6 +21,7 @@ import yaml
 from aiohttp import web
 
 from karpy.sandbox.apiserver import discovery, errors, protobuf, tables
+from karpy.sandbox.apiserver.auth import is_open, token_request
 from karpy.sandbox.apiserver.eviction import evict
 from karpy.sandbox.apiserver.listing import (
     encode_list,
@@ -31,6 +32,7 @@ from karpy.sandbox.apiserver.listing import (
 )
 from karpy.sandbox.apiserver.objects import DeleteOptions
 from karpy.sandbox.apiserver.pods import bind
+from karpy.sandbox.apiserver.requestinfo import resolve
 from karpy.sandbox.apiserver.selectors import (
     FieldRequirement,
     FieldSelector,
@@ -98,9 +100,13 @@ class Frontend:
         key = f"{request.method} {path}"
         self.request_counts[key] = self.request_counts.get(key, 0) + 1
         log.debug("request %s %s", request.method, request.path_qs)
-        refusal = self.server.auth.check(path, request.headers.get("Authorization"))
+        user, refusal = self.server.auth.identify(path, request.headers.get("Authorization"))
         if refusal is not None:
             return _error(refusal)
+        if not is_open(path):
+            denial = self.server.rbac.admit(user, resolve(request.method, path, request.query))
+            if denial is not None:
+                return _error(denial)
         if not path.startswith(("/_emulator", "/sandbox/")):
             fault = self.server.faults.take(request.method, path, is_watch)
             if fault is not None:
@@ -280,6 +286,9 @@ class Frontend:
             if sub == "eviction":
                 result = evict(api, self.server.disruption, ns or "", name, body)
                 return _json(result, 201)
+            if sub == "token":
+                account = api.get(view, ns, name)
+                return _json(token_request(self.server.auth, account, body), 201)
             raise errors.method_not_allowed(method)
         if method == "PUT":
             if name is None:

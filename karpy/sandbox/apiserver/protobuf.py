@@ -2,9 +2,9 @@
 
 kubectl sends most requests as JSON, but a few commands use client-go's typed clients,
 which encode request bodies as protobuf (``application/vnd.kubernetes.protobuf``):
-``kubectl create namespace|configmap|secret|deployment|pdb`` and ``kubectl drain``
-(its evictions). This module decodes those few kinds into the JSON objects the rest of the
-emulator works with. The envelope is the magic ``k8s\\x00`` followed by a
+``kubectl create namespace|configmap|secret|deployment|pdb|serviceaccount|token`` and
+``kubectl drain`` (its evictions). This module decodes those few kinds into the JSON
+objects the rest of the emulator works with. The envelope is the magic ``k8s\\x00`` followed by a
 ``runtime.Unknown`` message whose ``raw`` field holds the object; field numbers come from
 ``k8s.io/api``'s ``generated.proto``. Anything else answers 415, as before.
 
@@ -170,6 +170,18 @@ _KINDS: dict[tuple[str, str], Schema] = {
         3: ("type", "string", None),
         4: ("stringData", "map", "string"),
         5: ("immutable", "bool", None),
+    },
+    ("v1", "ServiceAccount"): {  # kubectl create serviceaccount
+        1: ("metadata", "message", _META),
+        4: ("automountServiceAccountToken", "bool", None),
+    },
+    ("authentication.k8s.io/v1", "TokenRequest"): {  # kubectl create token
+        1: ("metadata", "message", _META),
+        2: (
+            "spec",
+            "message",
+            {1: ("audiences", "strings", None), 4: ("expirationSeconds", "int", None)},
+        ),
     },
     ("policy/v1", "Eviction"): {
         1: ("metadata", "message", _META),

@@ -11,7 +11,11 @@ graceful pod deletions, see `pods.PodTermination`), ``max_pod_grace_seconds``,
 ``compaction_interval`` (etcd-style compaction of list history) and ``crd_dirs``
 (``*.yaml`` CRDs to load at start). ``token_check`` answers 401 to requests without a
 bearer token registered with ``server.auth`` (`auth.Authenticator`); `write_kubeconfig`
-then writes a token it registers, unless given a ``user`` entry of its own.
+then writes a token it registers (for `auth.ADMIN`, in ``system:masters``), unless given
+a ``user`` entry of its own. ``rbac`` turns on token checking and RBAC authorization
+(`rbac.Authorizer`, ``server.rbac``), which also records every authenticated user's calls;
+a request without credentials is then the privileged ``system:unsecured`` (kubectl sends
+no token over plain HTTP; see `auth`).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import yaml
 from aiohttp import web
 
 from karpy.sandbox.apiserver import errors
-from karpy.sandbox.apiserver.auth import Authenticator
+from karpy.sandbox.apiserver.auth import ADMIN, UNSECURED, Authenticator
 from karpy.sandbox.apiserver.builtin import builtin_kinds
 from karpy.sandbox.apiserver.client import StoreClient
 from karpy.sandbox.apiserver.controls import Controls
@@ -43,6 +47,7 @@ from karpy.sandbox.apiserver.namespaces import (
 )
 from karpy.sandbox.apiserver.objects import ObjectAPI
 from karpy.sandbox.apiserver.pods import EmulatedKubelet, PodBehavior, PodTermination
+from karpy.sandbox.apiserver.rbac import Authorizer
 from karpy.sandbox.apiserver.scale import ScaleSubresource
 from karpy.sandbox.apiserver.storageclass import PersistentVolumeClaimBehavior
 from karpy.sandbox.apiserver.store import Store
@@ -96,6 +101,7 @@ class APIServer:
         crd_dirs: Iterable[Path | str] = (),
         clock: Callable[[], float] = time.time,
         token_check: bool = False,
+        rbac: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -106,7 +112,9 @@ class APIServer:
         self.store_state = Store(self.registry, history_size=history_size)
         self.api = ObjectAPI(self.store_state, clock)
         self.faults = Faults()
-        self.auth = Authenticator(enabled=token_check, clock=clock)
+        self.auth = Authenticator(
+            enabled=token_check or rbac, clock=clock, unsecured=UNSECURED if rbac else None
+        )
         self.disruption = DisruptionController(self.api, clock)
         self.namespaces = NamespaceController(self.api)
         self.crds = CRDController(self.api)
@@ -135,6 +143,7 @@ class APIServer:
         self._runner: web.AppRunner | None = None
         self._compactor: asyncio.Task[None] | None = None
         self._bootstrap()
+        self.rbac = Authorizer(self.api, enabled=rbac)
 
     def _bootstrap(self) -> None:
         namespaces = self.registry.view("", "v1", "namespaces")
@@ -228,7 +237,7 @@ class APIServer:
         """A kubeconfig for this server; ``user`` is its user entry (``{"token": ...}``,
         ``{"exec": {...}}``), by default none, or a fresh token when tokens are checked."""
         if user is None:
-            user = {"token": self.auth.issue("karpy-sandbox")} if self.auth.enabled else {}
+            user = {"token": self.auth.issue(ADMIN)} if self.auth.enabled else {}
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         config = {
