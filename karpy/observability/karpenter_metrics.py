@@ -6,15 +6,23 @@ names as well (``karpenter_nodeclaims_launched_total``, ``..._registered_total``
 because users asked for exactly those.
 
 Gauges that describe the whole cluster (``karpenter_pods_state``, NodePool usage and
-limits) are not here: `karpy.observability.state_collector` computes them from cluster
-state at scrape time instead of tracking every change.
+limits, each node's allocatable and requests) are not here:
+`karpy.observability.state_metrics` computes them from cluster state at scrape time
+instead of tracking every change. The two summaries Karpenter's Performance dashboard
+reads by quantile are `WindowedSummary` (`karpy.observability.quantiles`).
 """
 
 from __future__ import annotations
 
-from typing import Final
+import time
+from typing import TYPE_CHECKING, Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from karpy.observability.quantiles import WindowedSummary
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["KarpenterMetrics"]
 
@@ -29,7 +37,9 @@ _LIFETIME_BUCKETS: Final = (
 
 
 class KarpenterMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(
+        self, registry: CollectorRegistry, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         r = registry
         # --- NodeClaims ---------------------------------------------------------------
         self.nodeclaims_created = Counter(
@@ -96,11 +106,13 @@ class KarpenterMetrics:
             ["nodepool", "zone"],
             registry=r,
         )
-        self.nodes_termination_duration = Summary(
+        self.nodes_termination_duration = WindowedSummary(
             "karpenter_nodes_termination_duration_seconds",
-            "Seconds from a node's deletion to its finalizer's removal.",
+            "Seconds from a node's deletion to its finalizer's removal (quantiles over the "
+            "last 10 minutes).",
             ["nodepool"],
             registry=r,
+            clock=clock,
         )
         self.nodes_lifetime = Histogram(
             "karpenter_nodes_lifetime_duration_seconds",
@@ -113,6 +125,13 @@ class KarpenterMetrics:
             "karpenter_nodes_drained_total", "Nodes drained.", ["nodepool"], registry=r
         )
         # --- pods -------------------------------------------------------------------------
+        self.pods_startup_duration = WindowedSummary(
+            "karpenter_pods_startup_duration_seconds",
+            "Seconds from a pod's creation until it is running and ready, for pods karpy saw "
+            "pending (quantiles over the last 10 minutes).",
+            registry=r,
+            clock=clock,
+        )
         self.eviction_requests = Counter(
             "karpenter_pods_eviction_requests_total",
             "Eviction API requests, by HTTP status code.",

@@ -98,6 +98,14 @@ def _condition(status: Mapping[str, Any], type_: str) -> str | None:
     return None
 
 
+def _true_since(status: Mapping[str, Any], type_: str) -> datetime | None:
+    """When condition ``type_`` last turned True, if it is True now."""
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == type_ and condition.get("status") == "True":
+            return parse_time(condition.get("lastTransitionTime"))
+    return None
+
+
 # --- pods ------------------------------------------------------------------------------
 
 
@@ -119,6 +127,9 @@ class PodInfo:
     start_time: datetime | None = None
     # controller.kubernetes.io/pod-deletion-cost, which weighs a pod's eviction cost.
     deletion_cost: int = 0
+    # When the Ready condition last turned True (None while not ready): the end of the
+    # pod's startup, which karpenter_pods_startup_duration_seconds measures.
+    ready_since: datetime | None = None
 
     @property
     def key(self) -> str:
@@ -151,6 +162,7 @@ def pod_info(data: Mapping[str, Any]) -> PodInfo:
         termination_grace_seconds=None if grace is None else int(grace),
         start_time=parse_time(status.get("startTime")),
         deletion_cost=_int_or_zero(annotations.get(POD_DELETION_COST)),
+        ready_since=_true_since(status, "Ready"),
     )
 
 

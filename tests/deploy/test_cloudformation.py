@@ -67,7 +67,7 @@ def actions_karpy_calls() -> set[str]:
             for name in names:
                 actions = by_method.get(name) if isinstance(name, str) else None
                 if actions:
-                    assert len(actions) == 1, f"{path}: {name} could be any of {actions}"
+                    assert len(actions) == 1, f"{path}: {name!r} could be any of {actions}"
                     called |= actions
     for action in list(called):
         called |= IMPLIED.get(action, set())

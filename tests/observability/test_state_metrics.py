@@ -76,3 +76,109 @@ async def test_nodepool_usage_and_limits_in_base_units(apiserver):
                  families["karpenter_nodepools_limit"]}  # fmt: skip
         assert usage == {"cpu": 12.5, "memory": 32 * 2**30, "nodes": 3.0}
         assert limit == {"cpu": 100.0, "memory": float(2**40)}
+
+
+DAEMON_OWNER = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "logs", "uid": "d1",
+                "controller": True}  # fmt: skip
+
+
+def by_node_and_resource(samples, node: str) -> dict[str, float]:
+    return {labels["resource_type"]: value for labels, value in samples
+            if labels["node_name"] == node}  # fmt: skip
+
+
+async def test_nodes_allocatable_and_requests_per_node_and_resource(apiserver):
+    async with controller_world(apiserver) as world:
+        apiserver.store.create(
+            "nodes",
+            f.node(
+                "n1",
+                labels=NODE_LABELS,
+                allocatable={
+                    "cpu": "3920m",
+                    "memory": "14Gi",
+                    "pods": "58",
+                    "ephemeral-storage": "20Gi",
+                },
+            ),
+        )
+        apiserver.store.create("nodes", f.node("n2", allocatable={"cpu": "2", "memory": "4Gi"}))
+        apiserver.store.create(
+            "pods",
+            f.pod(
+                "web-1",
+                node_name="n1",
+                owner_references=[OWNER],
+                requests={"cpu": "1500m", "memory": "1Gi"},
+            ),
+        )
+        apiserver.store.create(
+            "pods", f.pod("web-2", node_name="n1", requests={"cpu": "500m", "memory": "512Mi"})
+        )
+        apiserver.store.create(
+            "pods",
+            f.pod(
+                "logs-n1",
+                node_name="n1",
+                owner_references=[DAEMON_OWNER],
+                requests={"cpu": "100m", "memory": "128Mi"},
+            ),
+        )
+        done = apiserver.store.create(
+            "pods", f.pod("job-1", node_name="n1", requests={"cpu": "2", "memory": "2Gi"})
+        )
+        done["status"] = {"phase": "Succeeded"}  # a finished pod holds nothing
+        apiserver.store.update_status("pods", done)
+        await world.settled()
+
+        families = scrape(StateMetrics(world.state.snapshot))
+
+        allocatable = families["karpenter_nodes_allocatable"]
+        assert by_node_and_resource(allocatable, "n1") == {
+            "cpu": 3.92,
+            "memory": 14 * 2**30,
+            "pods": 58.0,
+            "ephemeral_storage": 20 * 2**30,
+        }
+        assert by_node_and_resource(allocatable, "n2") == {"cpu": 2.0, "memory": 4 * 2**30}
+        pods = families["karpenter_nodes_total_pod_requests"]
+        assert by_node_and_resource(pods, "n1") == {  # DaemonSet pods included, as Karpenter's
+            "cpu": 2.1,
+            "memory": (1024 + 512 + 128) * 2**20,
+        }
+        daemons = families["karpenter_nodes_total_daemon_requests"]
+        assert by_node_and_resource(daemons, "n1") == {"cpu": 0.1, "memory": 128 * 2**20}
+        assert by_node_and_resource(pods, "n2") == {}  # nothing bound, no series
+
+        labels = next(
+            labels
+            for labels, _ in allocatable
+            if labels["node_name"] == "n1" and labels["resource_type"] == "cpu"
+        )
+        assert {
+            k: labels[k]
+            for k in ("nodepool", "zone", "arch", "capacity_type", "instance_type", "managed")
+        } == {
+            "nodepool": "general",
+            "zone": "test-zone-b",
+            "arch": "arm64",
+            "capacity_type": "spot",
+            "instance_type": "c-4x-arm64-linux",
+            "managed": "false",
+        }
+        assert labels["instance_family"] == ""  # every well-known label, empty when unset
+
+
+async def test_a_node_with_a_nodeclaim_is_managed(apiserver):
+    async with controller_world(apiserver) as world:
+        apiserver.store.create(
+            "nodes", f.node("n1", provider_id="fake://n1", allocatable={"cpu": "2"})
+        )
+        created = apiserver.store.create("nodeclaims.karpenter.sh", f.nodeclaim("claim-1"))
+        created["status"] = {"providerID": "fake://n1", "nodeName": "n1"}  # once launched
+        apiserver.store.update_status("nodeclaims.karpenter.sh", created)
+        await world.settled()
+        await eventually(lambda: world.state.snapshot().claim_of_node.get("n1") == "claim-1")
+
+        ((labels, _),) = scrape(StateMetrics(world.state.snapshot))["karpenter_nodes_allocatable"]
+        assert labels["managed"] == "true"
