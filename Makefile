@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+RUN_STAMP := $(VENV)/.sandbox-stamp
 # Parallel test workers: one per core, at least two.
 PYTEST_WORKERS ?= auto
 
@@ -65,8 +66,63 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet -f docs/mkdocs/mkdocs.yml
 
 # The sandbox demo: an emulated cluster on loopback with karpy provisioning for a demo workload.
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/karpy sandbox run
+
+# What the demo needs and nothing more: karpy with its sandbox extra, no dev tools. Its own
+# stamp, so a later `make test` still installs the dev tools.
+$(RUN_STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[sandbox]'
+	@touch $(RUN_STAMP)
+
+# The container image (docs/image.md), tagged karpy:<version>, built by the first of docker
+# (with a running daemon), podman or buildah found here; `make image BASE=debian-python-image`
+# changes the base. build/image-wheels/ (from `make image-wheels`) makes the build offline.
+BASE          ?= python:3.12-slim
+KARPY_VERSION  = $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+IMAGE         ?= karpy:$(KARPY_VERSION)
+IMAGE_BUILDER ?= $(shell if docker info >/dev/null 2>&1; then echo docker; \
+	elif command -v podman >/dev/null; then echo podman; \
+	elif command -v buildah >/dev/null; then echo buildah; fi)
+BUILDAH       ?= buildah
+BUILDAH_BUD_FLAGS ?= --isolation chroot
+IMAGE_ARGS     = -f deploy/Dockerfile --build-arg BASE=$(BASE) \
+	--build-arg VERSION=$(KARPY_VERSION) -t $(IMAGE)
+
+.PHONY: image image-wheels lock
+image:
+	@test -n "$(IMAGE_BUILDER)" || { echo "make image: no docker daemon, podman or buildah here" >&2; exit 1; }
+ifeq ($(IMAGE_BUILDER),docker)
+	docker build $(IMAGE_ARGS) .
+else ifeq ($(IMAGE_BUILDER),podman)
+	podman build --ignorefile deploy/Dockerfile.dockerignore $(IMAGE_ARGS) .
+else
+	$(BUILDAH) bud $(BUILDAH_BUD_FLAGS) --ignorefile deploy/Dockerfile.dockerignore $(IMAGE_ARGS) .
+endif
+
+# Wheels for an image build that cannot reach PyPI, downloaded here and checked against the
+# locks. They suit the host's Python and platform; for another base pass the target's, e.g.
+# IMAGE_WHEELS_FLAGS='--python-version 3.12 --platform manylinux_2_17_x86_64'.
+IMAGE_WHEELS_FLAGS ?=
+image-wheels: $(STAMP)
+	rm -rf build/image-wheels && mkdir -p build/image-wheels
+	$(BIN)/python -m pip download --quiet --no-deps --require-hashes --only-binary=:all: \
+		$(IMAGE_WHEELS_FLAGS) --dest build/image-wheels -r deploy/requirements.lock
+	$(BIN)/python -m pip download --quiet --no-deps --require-hashes --only-binary=:all: \
+		$(IMAGE_WHEELS_FLAGS) --dest build/image-wheels -r deploy/requirements-build.lock
+
+# The image's pinned requirements: pyproject's runtime dependencies (no extras) and its build
+# backend, exact versions with every file's hash. Existing pins are kept; LOCK_FLAGS=--upgrade
+# moves them to the newest releases inside pyproject's ranges.
+LOCK_FLAGS ?=
+PIP_COMPILE = $(BIN)/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe \
+	--no-emit-index-url --no-emit-find-links $(LOCK_FLAGS)
+lock: $(STAMP)
+	$(PIP_COMPILE) --output-file deploy/requirements.lock pyproject.toml
+	$(PIP_COMPILE) --build-deps-for wheel --only-build-deps \
+		--output-file deploy/requirements-build.lock pyproject.toml
 
 # Benchmarks print a table and write JSON under bench/results/.
 bench: $(STAMP)
