@@ -9,7 +9,7 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
-import kubernetes_validate
+import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 

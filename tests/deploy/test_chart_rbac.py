@@ -157,3 +157,25 @@ def test_release_names_follow_karpenters_full_name_rule():
     assert find(objects, "ClusterRole", "autoscaler-karpy-core")
     objects = render_chart({"fullnameOverride": "karpenter"})
     assert find(objects, "Service")["metadata"]["name"] == "karpenter"
+
+
+def test_karpenters_leader_lease_is_listable_by_its_name_only(default_objects):
+    core = find(default_objects, "ClusterRole", "karpy-core")
+    lease_rules = [r for r in core["rules"] if "leases" in r.get("resources", [])]
+    assert lease_rules == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["karpenter-leader-election"],
+            "verbs": ["list"],
+        }
+    ]
+
+
+def test_karpy_may_read_pods_of_its_own_namespace_to_name_itself_in_events(default_objects):
+    role = find(default_objects, "Role", "karpy-pod")
+    assert role["metadata"]["namespace"] == "karpy"
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]
+    assert env_of(default_objects)["POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    binding = find(default_objects, "RoleBinding", "karpy-pod")
+    assert (binding["metadata"]["namespace"], binding["roleRef"]["name"]) == ("karpy", "karpy-pod")

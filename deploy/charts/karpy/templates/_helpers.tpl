@@ -162,6 +162,12 @@ it has one. Variables named in controller.env are left to it.
     fieldRef:
       fieldPath: metadata.namespace
 {{- end }}
+{{- if not (has "POD_NAME" $userNames) }}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+{{- end }}
 {{- if not (has "CPU_REQUESTS" $userNames) }}
 - name: CPU_REQUESTS
   valueFrom:
