@@ -64,3 +64,13 @@ def test_every_listed_command_module_imports() -> None:
     for module_path, _ in COMMANDS.values():
         module = importlib.import_module(module_path)
         assert callable(module.add_arguments) and callable(module.run)
+
+
+def test_controller_help_says_where_an_unset_kubeconfig_is_looked_for(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["controller", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert ("unset means, in a pod, its service account, else $KUBECONFIG, else "
+            "~/.kube/config") in shown  # fmt: skip

@@ -1,8 +1,10 @@
-"""``karpy explain node NAME (-f SNAPSHOT... | --kubeconfig PATH) [--instance-types CATALOG]``.
+"""``karpy explain node NAME [-f SNAPSHOT... | --kubeconfig PATH] [--instance-types CATALOG]``.
 
 Prints why disruption would or would not act on the node now (see
 `karpy.disruption.explain`): from snapshot files in ``karpy simulate``'s format, or from
-the cluster a kubeconfig names (read-only: lists the kinds the controller watches).
+a cluster (read-only: lists the kinds the controller watches): the one ``--kubeconfig``
+names, else, as kubectl finds it, in a pod its service account, else ``$KUBECONFIG``,
+else ``~/.kube/config``.
 Prices and the what-if round use ``--instance-types`` (a catalog in ``karpy simulate``'s
 format) or, without it, the fake cloud's embedded catalog.
 """
@@ -36,10 +38,14 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", choices=["node"], help="what to explain (node)")
     parser.add_argument("name", help="the Node (or NodeClaim) name")
-    source = parser.add_mutually_exclusive_group(required=True)
+    source = parser.add_mutually_exclusive_group()
     source.add_argument("-f", "--filename", dest="files", action="append",
                         help="snapshot file or directory (repeatable; - for stdin)")  # fmt: skip
-    source.add_argument("--kubeconfig", help="read the cluster this kubeconfig names")
+    source.add_argument(
+        "--kubeconfig",
+        help="read the cluster this kubeconfig names (default: "
+        "in a pod its service account, else $KUBECONFIG, else ~/.kube/config)",
+    )
     parser.add_argument("--instance-types", dest="catalog",
                         help="instance-type catalog (karpy simulate's format)")  # fmt: skip
 
@@ -68,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if not lines[0].endswith("no such Node or NodeClaim") else 1
 
 
-async def _list_cluster(kubeconfig: str) -> list[dict[str, Any]]:
+async def _list_cluster(kubeconfig: str | None) -> list[dict[str, Any]]:
     configuration = await load_configuration(kubeconfig)
     transport = Transport(configuration)
     client = KubeClient(transport, name="explain")
