@@ -92,6 +92,56 @@ def test_a_value_of_the_wrong_type_fails_the_schema():
     assert "isolatedVPC" in result.stderr
 
 
+# Every value of Karpenter's chart (v1.14) with its default, as that chart documents them.
+KARPENTER_DEFAULT_VALUES: dict[str, Any] = {
+    "nameOverride": "", "fullnameOverride": "", "additionalLabels": {},
+    "additionalAnnotations": {}, "imagePullPolicy": "IfNotPresent", "imagePullSecrets": [],
+    "service": {"annotations": {}},
+    "serviceAccount": {"create": True, "name": "", "annotations": {}},
+    "additionalClusterRoleRules": [],
+    "serviceMonitor": {"enabled": False, "additionalLabels": {}, "relabelings": [],
+                       "metricRelabelings": [], "endpointConfig": {}, "sampleLimit": None},
+    "replicas": 2, "revisionHistoryLimit": 10,
+    "strategy": {"rollingUpdate": {"maxUnavailable": 1}},
+    "podLabels": {}, "podAnnotations": {},
+    "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
+    "podSecurityContext": {"fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+    "priorityClassName": "system-cluster-critical", "terminationGracePeriodSeconds": None,
+    "hostNetwork": False, "schedulerName": "default-scheduler", "dnsPolicy": "ClusterFirst",
+    "dnsConfig": {}, "initContainers": {}, "nodeSelector": {"kubernetes.io/os": "linux"},
+    "extraVolumes": [],
+    "controller": {
+        "containerName": "controller",
+        "image": {"repository": "public.ecr.aws/karpenter/controller", "tag": "1.14.1",
+                  "digest": "sha256:" + "0" * 64},
+        "env": [], "envFrom": [],
+        "securityContext": {"appArmorProfile": {}, "seLinuxOptions": {}, "seccompProfile": {}},
+        "resources": {}, "extraVolumeMounts": [], "sidecarContainer": [],
+        "sidecarVolumeMounts": [], "metrics": {"port": 8080}, "healthProbe": {"port": 8081},
+    },
+    "logLevel": "info", "logOutputPaths": ["stdout"], "logErrorOutputPaths": ["stderr"],
+    "settings": {
+        "batchMaxDuration": "10s", "batchIdleDuration": "1s", "preferencePolicy": "Respect",
+        "minValuesPolicy": "Strict", "clusterCABundle": "", "clusterName": "prod",
+        "clusterEndpoint": "", "isolatedVPC": False, "eksControlPlane": False,
+        "vmMemoryOverheadPercent": 0.075, "interruptionQueue": "", "enableZonalShift": False,
+        "reservedENIs": "0", "ignoreDRARequests": True,
+        "disableClusterStateObservability": False, "disableDryRun": False,
+        "amiRefreshInterval": "1m", "subnetRefreshInterval": "1m",
+        "featureGates": {"nodeRepair": False, "nodeOverlay": False, "reservedCapacity": True,
+                         "spotToSpotConsolidation": False, "staticCapacity": False,
+                         "capacityBuffer": False},
+        "awsFeatureGates": {"nodeClassCEL": False},
+    },
+}  # fmt: skip
+
+
+def test_karpenters_default_values_file_is_accepted_whole():
+    objects = render_chart(KARPENTER_DEFAULT_VALUES)
+    assert env_of(objects)["CLUSTER_NAME"] == "prod"
+    assert find(objects, "PodDisruptionBudget")["metadata"]["name"] == "karpenter"
+
+
 def test_a_karpenter_values_file_renders_with_its_settings(default_objects):
     objects = render_chart(KARPENTER_STYLE_VALUES, api_versions=(SERVICE_MONITOR_API,))
     env = env_of(objects)
