@@ -29,8 +29,6 @@ from karpy.cloud.aws.interruption import messages
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "deploy" / "aws" / "cloudformation.yaml"
-# The clients karpy makes (karpy.cloud.aws.clients); an IAM action's prefix is the name.
-SERVICES = ("ec2", "iam", "ssm", "sqs", "pricing", "eks")
 # What AWS authorizes besides the called operation itself.
 IMPLIED = {
     "ec2:CreateFleet": {"ec2:RunInstances", "ec2:CreateTags", "iam:PassRole"},
@@ -41,23 +39,40 @@ IMPLIED = {
 CLUSTER = "demo"
 
 
+def controller_code() -> list[Path]:
+    return [p for p in (ROOT / "karpy").rglob("*.py")
+            if "sandbox" not in p.relative_to(ROOT / "karpy").parts]  # fmt: skip
+
+
+def services_karpy_uses() -> set[str]:
+    """The AWS clients karpy makes: the names given to ``clients.client("ec2")``."""
+    found = set()
+    for path in controller_code():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "client" and node.args
+                    and isinstance(node.args[0], ast.Constant)):  # fmt: skip
+                found.add(str(node.args[0].value))
+    return found
+
+
 def operations_by_method() -> dict[str, set[str]]:
     """``create_fleet`` -> ``{"ec2:CreateFleet"}`` for every operation of karpy's clients (a
     few names, such as ``list_tags_for_resource``, belong to more than one)."""
     session = botocore.session.get_session()
     found: dict[str, set[str]] = {}
-    for service in SERVICES:
-        for operation in session.get_service_model(service).operation_names:
-            found.setdefault(xform_name(operation), set()).add(f"{service}:{operation}")
+    for service in services_karpy_uses():
+        model = session.get_service_model(service)
+        prefix = model.signing_name  # the IAM action prefix (ec2, iam, pricing, ...)
+        for operation in model.operation_names:
+            found.setdefault(xform_name(operation), set()).add(f"{prefix}:{operation}")
     return found
 
 
 def actions_karpy_calls() -> set[str]:
     by_method = operations_by_method()
     called: set[str] = set()
-    controller_code = [p for p in (ROOT / "karpy").rglob("*.py")
-                       if "sandbox" not in p.relative_to(ROOT / "karpy").parts]  # fmt: skip
-    for path in controller_code:
+    for path in controller_code():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if not isinstance(node, ast.Call):
                 continue
@@ -116,6 +131,10 @@ def test_controller_policy_allows_exactly_the_operations_karpy_calls():
     called = actions_karpy_calls()
     assert called - allowed == set(), "karpy calls these, the policy does not allow them"
     assert allowed - called == set(), "the policy allows these, karpy never calls them"
+
+
+def test_code_scan_finds_every_client_karpy_makes():
+    assert services_karpy_uses() == {"ec2", "iam", "ssm", "sqs", "pricing", "eks"}
 
 
 def test_code_scan_finds_the_calls_karpy_is_known_to_make():
