@@ -67,7 +67,7 @@ endif
 # too (tests/deploy/test_docs.py).
 .PHONY: docs
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet -f docs/mkdocs/mkdocs.yml
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -f docs/mkdocs/mkdocs.yml
 
 # The sandbox demo: an emulated cluster on loopback with karpy provisioning for a demo workload.
 run: $(RUN_STAMP)
