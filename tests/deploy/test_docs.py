@@ -69,7 +69,7 @@ def test_a_page_left_out_of_the_nav_fails_the_build(tmp_path):
     (docs / "orphan.md").write_text("# Orphan\n")
     result = build(docs / "mkdocs" / "mkdocs.yml", tmp_path / "site")
     assert result.returncode != 0
-    assert re.search(r"WARNING .*orphan\.md", result.stderr)
+    assert re.search(r'WARNING .*not included in the "nav".*\n\s+- orphan\.md', result.stderr)
 
 
 def test_docs_index_links_every_page():
