@@ -9,8 +9,8 @@ Sub-commands (each a function pair below, registered in `SUBCOMMANDS`):
 - ``karpy sandbox run``: what ``make run`` starts: the sandbox cluster, ``karpy
   controller`` beside it (``CLOUD_PROVIDER=fake``) and a demo that scales a Deployment
   up and down and narrates what karpy does (`karpy.sandbox.demo`); exits 0 when the
-  demo reached its expected state. Its kubeconfig and logs live in a temporary
-  directory removed on exit.
+  demo reached its expected state. Its kubeconfig lives in a temporary directory removed
+  on exit; the controller's log is a file kept after it (its path is printed).
 - ``karpy sandbox cluster --kubeconfig PATH``: the emulator with stand-ins for
   kube-scheduler, kube-controller-manager and the kubelets (`karpy.sandbox.cluster`);
   prints ``kubeconfig: PATH`` once serving and runs until SIGINT/SIGTERM. It never
@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 import tempfile
@@ -197,7 +198,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--controller-log", default=None, metavar="PATH",
         help="where karpy controller's log goes: a file, or - for this terminal (default: a "
-        "temporary file, shown in part if the demo fails)",
+        "new file in the temporary directory, kept after the demo and shown in part if it "
+        "fails)",
     )  # fmt: skip
     parser.add_argument(
         "--controller-log-format", choices=("json", "console"), default="json",
@@ -237,9 +239,10 @@ async def _run_demo(args: argparse.Namespace) -> int:
     from karpy.sandbox.cluster import SandboxCluster  # noqa: PLC0415
 
     workdir = Path(tempfile.mkdtemp(prefix="karpy-sandbox-"))
-    log = (
-        args.controller_log if args.controller_log is not None else str(workdir / "controller.log")
-    )
+    log = args.controller_log
+    if log is None:  # kept after the demo, unlike the kubeconfig: it is what one reads next
+        handle, log = tempfile.mkstemp(prefix="karpy-sandbox-controller-", suffix=".log")
+        os.close(handle)
     options = demo.DemoOptions(
         replicas=args.replicas, scale_up=args.scale_up, scale_to=args.scale_to,
         timeout=args.timeout, keep=args.keep,

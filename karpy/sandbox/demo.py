@@ -13,8 +13,13 @@ as a separate process with ``CLOUD_PROVIDER=fake``, exactly as it would run in a
 3. once every pod runs on a node whose NodeClaim is initialized, it scales the
    Deployment up (``--scale-up``) and waits the same way, then down (``--scale-to``)
    and waits for the extra pods to go;
-4. it prints a summary and exits 0 — or non-zero, saying what did not happen, when a
-   step is not reached within ``--timeout`` seconds or the controller exits.
+4. it waits for consolidation, saying every few seconds what it still waits for, and
+   for each node karpy disrupts which one, why (``Empty`` or ``Underutilized``, from the
+   NodeClaim's ``DisruptionReason`` condition, with karpy's decision) and its price;
+   then the hourly saving;
+5. it prints a summary and exits 0 — or non-zero, saying what did not happen, when a
+   step is not reached within ``--timeout`` seconds or the controller exits. The
+   controller's log is kept after the demo (its path is printed at the start and the end).
 
 ``--keep`` leaves the cluster and the controller running afterwards until Ctrl-C.
 """
@@ -52,6 +57,7 @@ EXAMPLES = (REPO / "deploy" / "examples" / "ec2nodeclass.yaml",
 CLUSTER_NAME = "karpy-sandbox"
 CONTROLLER_STOP_SECONDS = 15.0
 POLL_SECONDS = 0.25
+PROGRESS_SECONDS = 5.0  # how often a long wait says what it still waits for
 DEPLOYMENT = "inflate"
 
 
@@ -143,11 +149,14 @@ def controller_env(kubeconfig: Path, metrics_port: int, health_port: int) -> dic
 class Narrator:
     """Looks at the cluster a few times a second and says what changed."""
 
-    def __init__(self, store: StoreClient, out: Callable[[str], None]) -> None:
+    def __init__(self, store: StoreClient, out: Callable[[str], None],
+                 price_of: PriceOf | None = None) -> None:  # fmt: skip
         self.store = store
         self.out = out
+        self.price_of = price_of or _price
         self.started = time.monotonic()
         self._claims: dict[str, str] = {}  # name -> last state reported
+        self._disrupted: set[str] = set()
         self._nodes: dict[str, bool] = {}
         self._pods: tuple[int, int, int] | None = None
 
@@ -176,7 +185,7 @@ class Narrator:
 
     def _claim(self, claim: dict[str, Any]) -> None:
         name = claim["metadata"]["name"]
-        labels = claim["metadata"].get("labels") or {}
+        self._disruption(claim)
         if _condition(claim, "Initialized") == "True":
             state = "initialized"
         elif _condition(claim, "Launched") == "True":
@@ -191,14 +200,38 @@ class Narrator:
             shown = ", ".join(f"{k} {v}" for k, v in sorted(requests.items()))
             self.say(f"nodeclaim {name} created for {shown}")
         elif state == "launched":
-            itype = labels.get("node.kubernetes.io/instance-type", "?")
-            zone = labels.get("topology.kubernetes.io/zone", "?")
-            capacity = labels.get("karpenter.sh/capacity-type", "?")
-            price = _price(itype, zone, capacity)
-            cost = f", ${price:.4f}/h" if price is not None else ""
-            self.say(f"nodeclaim {name} launched: {itype} in {zone} ({capacity}{cost})")
+            self.say(f"nodeclaim {name} launched: {_offering(claim, self.price_of)}")
         else:
             self.say(f"nodeclaim {name} initialized")
+
+    def _disruption(self, claim: dict[str, Any]) -> None:
+        """Say once which node karpy disrupts, why, its price and karpy's decision."""
+        name = claim["metadata"]["name"]
+        found = _condition_of(claim, "DisruptionReason")
+        if name in self._disrupted or found is None or found.get("status") != "True":
+            return
+        self._disrupted.add(name)
+        node = (claim.get("status") or {}).get("nodeName") or name
+        self.say(f"karpy disrupts node {node} ({_offering(claim, self.price_of)}): "
+                 f"{found.get('reason', '?')} — {found.get('message', '')}")  # fmt: skip
+
+
+def _offering(claim: dict[str, Any], price_of: PriceOf) -> str:
+    """``TYPE in ZONE (CAPACITY, $P/h)`` of a launched NodeClaim."""
+    labels = claim["metadata"].get("labels") or {}
+    itype = labels.get("node.kubernetes.io/instance-type", "?")
+    zone = labels.get("topology.kubernetes.io/zone", "?")
+    capacity = labels.get("karpenter.sh/capacity-type", "?")
+    price = price_of(itype, zone, capacity)
+    cost = f", ${price:.4f}/h" if price is not None else ""
+    return f"{itype} in {zone} ({capacity}{cost})"
+
+
+def _condition_of(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    for condition in (obj.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == type_:
+            return dict(condition)
+    return None
 
 
 def _condition(obj: dict[str, Any], type_: str) -> str | None:
@@ -269,6 +302,20 @@ def consolidated(store: StoreClient, replicas: int) -> str:
     return ""
 
 
+def hourly_cost(store: StoreClient, price_of: PriceOf | None = None) -> float:
+    """What the NodeClaims that are not being deleted cost per hour (known prices)."""
+    price_of = price_of or _price
+    total = 0.0
+    for claim in store.list("nodeclaims.karpenter.sh"):
+        if claim["metadata"].get("deletionTimestamp"):
+            continue
+        labels = claim["metadata"].get("labels") or {}
+        total += price_of(labels.get("node.kubernetes.io/instance-type", "?"),
+                          labels.get("topology.kubernetes.io/zone", "?"),
+                          labels.get("karpenter.sh/capacity-type", "?")) or 0.0  # fmt: skip
+    return total
+
+
 def summary(store: StoreClient, price_of: PriceOf | None = None) -> list[str]:
     """One line per NodeClaim (type, zone, capacity type, price when known, pods)."""
     price_of = price_of or _price
@@ -303,12 +350,18 @@ class Steps:
     options: DemoOptions
     price_of: PriceOf = _price
 
+    def __attrs_post_init__(self) -> None:
+        self.narrator.price_of = self.price_of
+
     def summary(self) -> list[str]:
         return summary(self.store, self.price_of)
 
-    async def until(self, what: str, check: Callable[[], str]) -> str:
-        """Wait until ``check`` returns ""; else the reason the demo failed."""
-        deadline = time.monotonic() + self.options.timeout
+    async def until(self, what: str, check: Callable[[], str], *, progress: bool = False) -> str:
+        """Wait until ``check`` returns ""; else the reason the demo failed. With
+        ``progress``, say every `PROGRESS_SECONDS` what is still awaited."""
+        started = time.monotonic()
+        deadline = started + self.options.timeout
+        said = started
         while True:
             self.narrator.look()
             missing = check()
@@ -322,6 +375,9 @@ class Steps:
                 return "stopped"
             if time.monotonic() > deadline:
                 return f"timed out after {self.options.timeout:.0f}s while {what}: {missing}"
+            if progress and time.monotonic() - said >= PROGRESS_SECONDS:
+                said = time.monotonic()
+                self.narrator.say(f"{what} ({said - started:.0f}s): {missing}")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop.wait(), POLL_SECONDS)
 
@@ -352,12 +408,18 @@ class Steps:
         failure = await self.until("scaling down", lambda: settled(store, options.scale_to))
         if failure:
             return failure
-        narrator.say(f"{options.scale_to} pods running; karpy consolidates the emptied "
-                     f"capacity once underused for {DEMO_CONSOLIDATE_AFTER}")  # fmt: skip
-        failure = await self.until("consolidating", lambda: consolidated(store, options.scale_to))
+        before = hourly_cost(store, self.price_of)
+        narrator.say(f"{options.scale_to} pods running on ${before:.4f}/h of nodes; karpy "
+                     f"consolidates the emptied capacity once underused for "
+                     f"{DEMO_CONSOLIDATE_AFTER}")  # fmt: skip
+        failure = await self.until("waiting for consolidation",
+                                   lambda: consolidated(store, options.scale_to),
+                                   progress=True)  # fmt: skip
         if failure:
             return failure
-        narrator.say("consolidated:")
+        after = hourly_cost(store, self.price_of)
+        narrator.say(f"consolidated: saves ${before - after:.4f}/h (${before:.4f}/h -> "
+                     f"${after:.4f}/h):")  # fmt: skip
         for line in self.summary():
             narrator.out(line)
         return ""
@@ -413,6 +475,8 @@ async def run_demo(
                 await stop.wait()
         finally:
             status = await stop_controller(controller)
+    if log_path:
+        out(f"karpy controller's log is kept: {log_path}")
     if failure:
         out(f"demo failed: {failure}")
         return 1

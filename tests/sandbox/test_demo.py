@@ -26,6 +26,18 @@ def workdir_of(stdout: str) -> Path:
     return Path(match.group(1))
 
 
+def kept_log(stdout: str, *, written: bool = True) -> Path:
+    """The controller's log the demo says it kept: it exists after the demo (then removed
+    here, as a user would once read)."""
+    match = re.search(r"^karpy controller's log is kept: (\S+)$", stdout, re.MULTILINE)
+    assert match, stdout
+    log = Path(match.group(1))
+    assert log.is_file() and (log.stat().st_size > 0 or not written), log
+    assert f"its log: {log}" in stdout
+    log.unlink()
+    return log
+
+
 def test_the_demo_scales_up_twice_and_down_and_leaves_nothing_behind():
     result = sandbox_run("--replicas", "3", "--scale-up", "8", "--scale-to", "1")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -37,10 +49,21 @@ def test_the_demo_scales_up_twice_and_down_and_leaves_nothing_behind():
                  "nodes", "scaled inflate down to 1 pods", "1 pods running"):  # fmt: skip
         assert line in out, out
     assert re.search(r"^  \d+ nodes?, \$\d+\.\d{4}/h$", out, re.MULTILINE), out
-    # The emptied capacity is consolidated away: one pod left, one node left.
+    # The emptied capacity is consolidated away: one pod left, one node left; the wait
+    # says what it waits for, each disrupted node is named with its reason and price, and
+    # the saving is given.
+    assert re.search(r"\] waiting for consolidation \(\d+s\): ", out), out
+    assert re.search(r"\] karpy disrupts node default-\w+ \([csm]-\d+x-\w+-linux in test-zone-"
+                     r"[abcd] \((spot|on-demand), \$\d+\.\d{4}/h\)\): (Empty|Underutilized) — "
+                     r"(delete|replace) \d+ node", out), out  # fmt: skip
+    saving = re.search(r"consolidated: saves \$(\d+\.\d{4})/h \(\$(\d+\.\d{4})/h -> "
+                       r"\$(\d+\.\d{4})/h\):", out)  # fmt: skip
+    assert saving and float(saving[1]) > 0, out
     consolidated = out[out.index("consolidated:") :]
     assert re.search(r"^  1 node, \$\d+\.\d{4}/h$", consolidated, re.MULTILINE), out
-    assert not workdir_of(out).exists(), "the temporary kubeconfig and log are removed"
+    assert f"1 node, ${saving[3]}/h" in consolidated
+    assert not workdir_of(out).exists(), "the temporary kubeconfig is removed"
+    kept_log(out)
 
 
 def test_a_demo_that_does_not_reach_its_end_fails_and_shows_the_controller_log():
@@ -50,6 +73,7 @@ def test_a_demo_that_does_not_reach_its_end_fails_and_shows_the_controller_log()
     assert "demo failed: timed out after 0s while scaling up:" in result.stdout, result.stdout
     assert "lines of the controller's log:" in result.stderr
     assert not workdir_of(result.stdout).exists()
+    kept_log(result.stdout, written=False)  # stopped within 0.2 s: maybe before a line
 
 
 @pytest.mark.parametrize(
