@@ -216,8 +216,9 @@ def _add_cloud_arguments(parser: argparse.ArgumentParser) -> None:
         "EC2 kubelet stand-in (default fake)",
     )  # fmt: skip
     parser.add_argument(
-        "--cluster-name", default="sandbox",
-        help="with --cloud aws: the EKS cluster the account is seeded for (default sandbox)",
+        "--cluster-name", default="demo-cluster",
+        help="with --cloud aws: the EKS cluster the account is seeded for (default demo-cluster, "
+        "the cluster deploy/examples/ec2nodeclass.yaml names)",
     )  # fmt: skip
 
 
