@@ -97,3 +97,4 @@ def test_the_aws_demo_launches_ec2_instances_and_consolidates_them():
     consolidated = out[out.index("consolidated:") :]
     assert re.search(r"^  1 node, \$\d+\.\d{4}/h$", consolidated, re.MULTILINE), out
     assert "price n/a" not in out, out
+    kept_log(out)

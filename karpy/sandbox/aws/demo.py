@@ -119,6 +119,8 @@ async def run_aws_demo(
                 await stop.wait()
         finally:
             status = await demo.stop_controller(controller)
+    if log_path:
+        out(f"karpy controller's log is kept: {log_path}")
     if failure:
         out(f"demo failed: {failure}")
         return 1
