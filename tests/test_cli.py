@@ -72,5 +72,5 @@ def test_controller_help_says_where_an_unset_kubeconfig_is_looked_for(
     with pytest.raises(SystemExit):
         main(["controller", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
-    assert ("unset means, in a pod, its service account, else $KUBECONFIG, else "
-            "~/.kube/config") in shown  # fmt: skip
+    assert ("--kubeconfig PATH karpy: kubeconfig file for the API server; unset means, in a "
+            "pod, its service account, else ~/.kube/config. env: KUBECONFIG,") in shown  # fmt: skip

@@ -73,8 +73,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("cluster_ca_bundle", "", _ca_bundle, "Base64 PEM CA bundle that nodes trust; "
            "karpy's own when empty.", "cluster", "BASE64", echo_value=False),
     Option("kubeconfig", "", lambda text: text or None, "karpy: kubeconfig file for the API "
-           "server; unset means, in a pod, its service account, else $KUBECONFIG, else "
-           "~/.kube/config.", "cluster", "PATH"),
+           "server; unset means, in a pod, its service account, else ~/.kube/config.",
+           "cluster", "PATH"),
     Option("eks_control_plane", "false", _bool, "Discover cluster details with EKS "
            "DescribeCluster.", "cluster", _BOOL),
     Option("isolated_vpc", "false", _bool, "No public AWS endpoints: static prices, no "
