@@ -109,6 +109,13 @@ def _add_apiserver_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--history-size", type=int, default=10_000, help="watch history per resource"
     )
+    parser.add_argument(
+        "--rbac",
+        action="store_true",
+        help="check bearer tokens and authorize requests with RBAC as kube-apiserver does "
+        "(ServiceAccount tokens from `kubectl create token`; requests without credentials, "
+        "such as kubectl's over plain HTTP, act as an administrator)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request (debug)")
 
 
@@ -133,6 +140,7 @@ async def _serve(
         pod_termination=args.pod_termination,
         bookmark_period=args.bookmark_period,
         history_size=args.history_size,
+        rbac=args.rbac,
     )
     try:
         await server.start()
@@ -323,6 +331,13 @@ def _add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="cap on how long a graceful pod deletion takes (default: its grace period)",
     )
+    parser.add_argument(
+        "--rbac",
+        action="store_true",
+        help="check bearer tokens and authorize requests with RBAC as kube-apiserver does "
+        "(ServiceAccount tokens from `kubectl create token`; requests without credentials, "
+        "such as kubectl's over plain HTTP, act as an administrator)",
+    )
     _add_cloud_arguments(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request (debug)")
 
@@ -345,6 +360,7 @@ async def _serve_cluster(args: argparse.Namespace) -> int:
         node_ready_delay=args.node_ready_delay,
         pod_start_delay=args.pod_start_delay,
         max_pod_grace_seconds=args.max_pod_grace_seconds,
+        rbac=args.rbac,
     )
     try:
         await cluster.start()

@@ -154,14 +154,16 @@ class Authenticator:
     def identify(
         self, path: str, authorization: str | None
     ) -> tuple[UserInfo | None, errors.APIError | None]:
-        """Who sends a request (None for an open path, or when tokens are not checked)
-        and the error to answer it with, if any."""
-        if not self.enabled or is_open(path):
+        """Who sends a request (None: anonymous, on an open path, or tokens are not
+        checked) and the error to answer it with, if any."""
+        if not self.enabled or path.startswith("/_emulator"):
             return None, None
         if authorization is None and self.unsecured is not None:
             return self.unsecured, None
         user = self.authenticate(authorization)
         if user is None:
+            if is_open(path):
+                return None, None  # anonymous, which RBAC lets read health and /version
             self.refused += 1
             return None, unauthorized()
         return user, None

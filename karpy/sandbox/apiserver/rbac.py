@@ -228,6 +228,17 @@ class Policy:
                 problems.append(str(exc.args[0]))
         return rules, problems
 
+    def grants(self, user: UserInfo) -> list[tuple[str, PolicyRule]]:
+        """Every rule granted to ``user`` with the namespace it applies in ("" for all of
+        them): what a chart gives an account, for comparing with what it called."""
+        found = [(("", rule)) for rule in self.rules_for(user, "")[0]]
+        for namespace in sorted(self.role_bindings):
+            local = Policy(roles=[r for (ns, _), r in self.roles.items() if ns == namespace],
+                           cluster_roles=self.cluster_roles.values(),
+                           role_bindings=self.role_bindings[namespace])  # fmt: skip
+            found += [(namespace, rule) for rule in local.rules_for(user, namespace)[0]]
+        return found
+
     def authorize(self, user: UserInfo, info: RequestInfo) -> Decision:
         if PRIVILEGED_GROUP in user.groups:
             return Decision(True)

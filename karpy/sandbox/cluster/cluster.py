@@ -66,10 +66,12 @@ class SandboxCluster:
         resync_seconds: float = 60.0,
         compaction_interval: float = 300.0,
         clock: Callable[[], float] = time.time,
+        rbac: bool = False,
     ) -> None:
         """``crd_dirs`` defaults to the repository's ``deploy/crds`` (what ``karpy sandbox
         apiserver`` loads); graceful pod deletions finish after the grace period, capped by
-        ``max_pod_grace_seconds``."""
+        ``max_pod_grace_seconds``; ``rbac`` makes the API server authorize every request
+        with RBAC (see `karpy.sandbox.apiserver.rbac`)."""
         self.server = APIServer(
             host=host,
             port=port,
@@ -78,6 +80,7 @@ class SandboxCluster:
             max_pod_grace_seconds=max_pod_grace_seconds,
             compaction_interval=compaction_interval,
             clock=clock,
+            rbac=rbac,
         )
         self.access = ClusterAccess(self.server)
         self.ownership = Ownership()

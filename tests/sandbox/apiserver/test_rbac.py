@@ -259,3 +259,48 @@ async def test_kubectl_creates_a_service_account_token_whose_user_rbac_refuses(s
         f'nodes is forbidden: User "{SA_USER}" cannot list resource "nodes" in API group "" '
         "at the cluster scope"
     )
+
+
+async def test_the_apiserver_command_with_rbac_refuses_what_no_rule_grants(tmp_path):
+    target = tmp_path / "kubeconfig"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "karpy",
+        "sandbox",
+        "apiserver",
+        "--port",
+        "0",
+        "--rbac",
+        "--kubeconfig",
+        str(target),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None
+    try:
+        assert (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().strip() == str(target)
+        url = yaml.safe_load(target.read_text())["clusters"][0]["cluster"]["server"]
+        async with aiohttp.ClientSession() as session:
+            async with session.post(
+                url + "/_emulator/tokens", json={"token": "t", "user": "someone"}
+            ) as resp:
+                assert resp.status == 201
+            async with session.get(
+                url + "/api/v1/nodes", headers={"Authorization": "Bearer t"}
+            ) as resp:
+                assert resp.status == 403
+                assert (await resp.json())["message"].startswith(
+                    'nodes is forbidden: User "someone" cannot list resource "nodes"'
+                )
+    finally:
+        proc.terminate()
+        assert await asyncio.wait_for(proc.wait(), 15) == 0
+
+
+async def test_health_and_version_are_open_to_anyone_and_audited_for_known_users(server, tmp_path):
+    token = await service_account_token(server, admin_token(server, tmp_path))
+    assert (await call(server, "GET", "/version", token))[0] == 200
+    assert (await call(server, "GET", "/version", "not-a-token"))[0] == 200
+    calls = (await call(server, "GET", f"/_emulator/audit?user={SA_USER}"))[1]["users"][SA_USER]
+    assert [(c["verb"], c["path"], c["allowed"]) for c in calls] == [("get", "/version", True)]
