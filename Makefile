@@ -97,7 +97,7 @@ IMAGE_ARGS     = -f deploy/Dockerfile --build-arg BASE=$(BASE) \
 
 .PHONY: image image-wheels lock
 image:
-	@test -n "$(IMAGE_BUILDER)" || { echo "make image: no docker daemon, podman or buildah here" >&2; exit 1; }
+	$(if $(IMAGE_BUILDER),,$(error make image: no docker daemon, podman or buildah here))
 ifeq ($(IMAGE_BUILDER),docker)
 	docker build $(IMAGE_ARGS) .
 else ifeq ($(IMAGE_BUILDER),podman)

@@ -89,6 +89,45 @@ def test_dockerfile_is_hadolint_clean():
     assert (linted.returncode, linted.stdout + linted.stderr) == (0, "")
 
 
+def make_dry_run(tmp_path: Path, *tools: str, docker_daemon: bool = False) -> str:
+    """What ``make -n image`` would run on a machine whose PATH holds only ``tools`` (stubs)
+    and sed; ``docker info`` succeeds only with ``docker_daemon``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sed").symlink_to(shutil.which("sed") or "/usr/bin/sed")
+    for tool in tools:
+        answer = 0 if tool != "docker" or docker_daemon else 1
+        (bin_dir / tool).write_text(f"#!/bin/sh\nexit {answer}\n")
+        (bin_dir / tool).chmod(0o755)
+    make = shutil.which("make") or "make"
+    done = subprocess.run([make, "--no-print-directory", "-n", "-C", str(ROOT), "image"],
+                          env={"PATH": str(bin_dir)}, capture_output=True, text=True,
+                          timeout=30, check=False)  # fmt: skip
+    return done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("tools", "daemon", "command"),
+    [
+        (("docker", "podman", "buildah"), True, "docker build -f deploy/Dockerfile"),
+        (("docker", "podman", "buildah"), False, "podman build --ignorefile"),
+        (("docker", "buildah"), False, "buildah bud --isolation chroot --ignorefile"),
+    ],
+    ids=["docker-with-daemon", "docker-without-daemon", "buildah-only"],
+)
+def test_make_image_uses_the_first_working_builder(tmp_path, tools, daemon, command):
+    planned = make_dry_run(tmp_path, *tools, docker_daemon=daemon)
+    assert command in planned, planned
+    assert f"--build-arg BASE=python:3.12-slim --build-arg VERSION={VERSION}" in planned
+    assert f"-t karpy:{VERSION} ." in planned
+
+
+def test_make_image_without_a_builder_says_so(tmp_path):
+    planned = make_dry_run(tmp_path, "docker")  # a docker client without its daemon
+    assert "make image: no docker daemon, podman or buildah here" in planned
+    assert not any(command in planned for command in ("docker build", "podman build", " bud "))
+
+
 @attrs.frozen(slots=True)
 class Buildah:
     """buildah on the test's own vfs storage, apart from the machine's default storage."""

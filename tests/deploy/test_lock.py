@@ -1,6 +1,6 @@
-"""The image's pinned requirements (``deploy/requirements.lock`` and
-``deploy/requirements-build.lock``, made by ``make lock``) and the package metadata they are
-made from.
+"""What each install installs: the image's pinned requirements (``deploy/requirements.lock``
+and ``deploy/requirements-build.lock``, made by ``make lock``), the package metadata they are
+made from, and ``make run``'s demo install.
 
 The image installs exactly what the locks name, with ``--require-hashes --no-deps``: a
 runtime dependency pyproject gained but the lock lacks would be missing from the image, and
@@ -127,3 +127,25 @@ def test_building_the_package_prints_no_deprecation_warning(tmp_path):
     output = built.stdout + built.stderr
     warnings = [line for line in output.splitlines() if "deprecat" in line.lower()]
     assert not warnings, "\n".join(warnings)
+
+
+def planned_installs(target: str, venv: Path) -> list[str]:
+    """The pip installs ``make -n TARGET`` would run into a fresh venv at ``venv``."""
+    done = subprocess.run(["make", "--no-print-directory", "-n", "-C", str(ROOT), target,
+                           f"VENV={venv}"], capture_output=True, text=True, timeout=30,
+                          check=True)  # fmt: skip
+    return [line for line in done.stdout.splitlines() if "pip install" in line and " -e " in line]
+
+
+def test_make_run_installs_what_the_demo_needs_and_no_dev_tools(tmp_path):
+    assert planned_installs("run", tmp_path / "venv") == [
+        f"{tmp_path}/venv/bin/python -m pip install --quiet -e '.[sandbox]'"
+    ]
+
+
+def test_make_test_still_installs_the_dev_tools(tmp_path):
+    (tmp_path / "venv").mkdir()
+    (tmp_path / "venv" / ".sandbox-stamp").touch()  # as `make run` leaves it
+    assert planned_installs("test", tmp_path / "venv") == [
+        f"{tmp_path}/venv/bin/python -m pip install --quiet -e '.[dev,sandbox]'"
+    ]
