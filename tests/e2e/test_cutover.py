@@ -9,6 +9,12 @@ Event, no lease of its own, no NodeClaim for a pending pod); Karpenter is scaled
 (it releases its Lease) and karpy takes over: it launches for the pending pod, and adopts
 Karpenter's NodeClaims and instances: none is deleted, relaunched, tainted or drained
 across the first garbage-collection pass and several disruption passes.
+
+On the AWS sandbox too: EC2 instances launched as Karpenter launches them (its tags, the
+class's AMI, subnet and security groups, AL2023 user data), their Nodes and NodeClaims as
+Karpenter leaves them; karpy launches and terminates no instance, and judges none drifted
+(a wrong image ID in a NodeClaim's status does make it replace that node: the check is
+live).
 """
 
 from __future__ import annotations
@@ -231,8 +237,8 @@ def test_karpy_waits_for_karpenter_to_go_then_adopts_its_nodeclaims_without_touc
             # A pod needing a new node: karpy must not launch for it while Karpenter lives.
             api.create("deployments", deployment("late", 1, cpu="500m", memory="512Mi"))
             time.sleep(8)
-            status, body = readyz(karpy.health_port)
-            assert status != 200 and "a Karpenter controller is running" in body, body
+            code, body = readyz(karpy.health_port)
+            assert code != 200 and "a Karpenter controller is running" in body, body
             assert "karpenter/karpenter-leader-election" in body and "kube-system" not in body
             assert [c["metadata"]["name"] for c in api.list("nodeclaims")] == [
                 "default-k0abc",
@@ -271,5 +277,167 @@ def test_karpy_waits_for_karpenter_to_go_then_adopts_its_nodeclaims_without_touc
             assert karpy.messages().count("karpenter detected; not acting") == 1
         finally:
             karpenter.stopped.set()
+            karpy.process.terminate()
+            assert karpy.finish() == 0, karpy.stderr
+
+
+def karpenter_instance(sandbox: Any, name: str, *, image: str, subnet: str,
+                       groups: list[str]) -> dict[str, Any]:  # fmt: skip
+    """An EC2 instance as Karpenter launches one for NodeClaim ``name``: its tags, its
+    class's AMI, subnet and security groups, AL2023 user data registering it with the
+    NodePool's labels and the unregistered taint."""
+    from tests.aws.harness.userdata_samples import AL2023
+    from tests.e2e.test_aws import CLUSTER
+
+    user_data = (
+        AL2023.replace("test-cluster", CLUSTER)
+        .replace(
+            ',team=blue"', f',karpenter.k8s.aws/ec2nodeclass=default,karpenter.sh/nodeclaim={name}"'
+        )
+        .replace('    - --register-with-taints="dedicated=gpu:NoSchedule"\n', "")
+    )
+    tags = {f"kubernetes.io/cluster/{CLUSTER}": "owned", "eks:eks-cluster-name": CLUSTER,
+            "karpenter.sh/nodepool": "default", "karpenter.sh/nodeclaim": name,
+            "karpenter.k8s.aws/ec2nodeclass": "default"}  # fmt: skip
+    answer = sandbox.ec2.run_instances(
+        ImageId=image, InstanceType="m5.large", MinCount=1, MaxCount=1, SubnetId=subnet,
+        SecurityGroupIds=groups, UserData=user_data,
+        TagSpecifications=[{"ResourceType": "instance",
+                            "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}],
+    )  # fmt: skip
+    instance: dict[str, Any] = answer["Instances"][0]
+    return instance
+
+
+def test_on_aws_karpy_adopts_karpenters_instances_and_launches_or_terminates_none(
+    tmp_path: Path,
+) -> None:
+    import boto3
+
+    from karpy.sandbox.apiserver.discovery import KUBERNETES_VERSION
+    from tests.e2e.cluster import condition
+    from tests.e2e.test_aws import CLUSTER, NODECLASS, NODEPOOL, aws_sandbox
+
+    with aws_sandbox(tmp_path) as sandbox:
+        api, ec2 = sandbox.api, sandbox.ec2
+        ssm = boto3.client("ssm", endpoint_url=sandbox.env["AWS_ENDPOINT_URL"],
+                           region_name=sandbox.env["AWS_REGION"], aws_access_key_id="testing",
+                           aws_secret_access_key="testing")  # fmt: skip
+        version = f"{KUBERNETES_VERSION['major']}.{KUBERNETES_VERSION['minor']}"
+        image = ssm.get_parameter(
+            Name=f"/aws/service/eks/optimized-ami/{version}/amazon-linux-"
+            "2023/x86_64/standard/recommended/image_id"
+        )["Parameter"]["Value"]
+        discovery = [{"Name": "tag:karpenter.sh/discovery", "Values": [CLUSTER]}]
+        subnet = ec2.describe_subnets(Filters=discovery)["Subnets"][0]
+        groups = [g["GroupId"] for g in ec2.describe_security_groups(Filters=discovery)[
+            "SecurityGroups"]]  # fmt: skip
+        pool = {**NODEPOOL, "spec": {**NODEPOOL["spec"], "disruption": {
+            "consolidationPolicy": "WhenEmpty", "consolidateAfter": "5s"}}}  # fmt: skip
+        pool["metadata"] = {"name": "default", "annotations": {
+            "karpenter.sh/nodepool-hash": NodePool.from_dict(pool).hash(),
+            "karpenter.sh/nodepool-hash-version": NODEPOOL_HASH_VERSION}}  # fmt: skip
+        api.create("ec2nodeclasses", NODECLASS)
+        pool = api.create("nodepools", pool)
+        launched = {f"default-a{i}xyz": karpenter_instance(sandbox, f"default-a{i}xyz",
+                                                           image=image, subnet=subnet["SubnetId"],
+                                                           groups=groups)
+                    for i in range(2)}  # fmt: skip
+        ids = {i["InstanceId"] for i in launched.values()}
+
+        def registered() -> str:
+            names = {n["metadata"]["name"] for n in api.list("nodes")}
+            missing = [i["PrivateDnsName"] for i in launched.values()
+                       if i["PrivateDnsName"] not in names]  # fmt: skip
+            return f"no Node yet for {missing}" if missing else ""
+
+        eventually(registered, timeout=60)
+        nodeclass_hash = ec2nodeclass_hash(EC2NodeClass.from_dict(NODECLASS))
+        for name, instance in launched.items():
+            node = api.get("nodes", instance["PrivateDnsName"])
+            assert node is not None
+            labels = {"karpenter.sh/registered": "true", "karpenter.sh/initialized": "true",
+                      "karpenter.sh/nodepool": "default"}  # fmt: skip
+            api.patch("nodes", node["metadata"]["name"], {
+                "metadata": {"labels": labels, "finalizers": ["karpenter.sh/termination"]},
+                "spec": {"taints": None}})  # fmt: skip
+            zone = instance["Placement"]["AvailabilityZone"]
+            node_labels = {**node["metadata"]["labels"], **labels}
+            keep = (
+                "node.kubernetes.io/instance-type",
+                "topology.kubernetes.io/zone",
+                "karpenter.sh/capacity-type",
+                "kubernetes.io/arch",
+                "kubernetes.io/os",
+            )
+            claim_labels = {**{k: node_labels[k] for k in keep if k in node_labels}, **labels,
+                            "karpenter.k8s.aws/ec2nodeclass": "default"}  # fmt: skip
+            annotations = {
+                "karpenter.sh/nodepool-hash": pool["metadata"]["annotations"][
+                    "karpenter.sh/nodepool-hash"],
+                "karpenter.sh/nodepool-hash-version": NODEPOOL_HASH_VERSION,
+                "karpenter.k8s.aws/ec2nodeclass-hash": nodeclass_hash,
+                "karpenter.k8s.aws/ec2nodeclass-hash-version": EC2NODECLASS_HASH_VERSION,
+            }  # fmt: skip
+            requirements = [*pool["spec"]["template"]["spec"]["requirements"],
+                            {"key": "karpenter.sh/nodepool", "operator": "In",
+                             "values": ["default"]},
+                            {"key": "node.kubernetes.io/instance-type", "operator": "In",
+                             "values": ["m5.large"]}]  # fmt: skip
+            api.create("nodeclaims", {
+                "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                "metadata": {"name": name, "labels": claim_labels, "annotations": annotations,
+                             "finalizers": ["karpenter.sh/termination"],
+                             "ownerReferences": [{"apiVersion": "karpenter.sh/v1",
+                                                  "kind": "NodePool", "name": "default",
+                                                  "uid": pool["metadata"]["uid"],
+                                                  "blockOwnerDeletion": True}]},
+                "spec": {"requirements": requirements, "expireAfter": "720h",
+                         "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}},
+                         "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                          "name": "default"}}})  # fmt: skip
+            at = stamp(now() - timedelta(hours=1))
+            conditions = [{"type": t, "status": "True", "reason": t, "message": "",
+                           "lastTransitionTime": at}
+                          for t in ("Launched", "Registered", "Initialized", "Ready")]  # fmt: skip
+            status = {"providerID": f"aws:///{zone}/{instance['InstanceId']}",
+                      "nodeName": node["metadata"]["name"], "imageID": image,
+                      "capacity": node["status"]["capacity"],
+                      "allocatable": node["status"]["allocatable"],
+                      "conditions": conditions, "lastPodEventTime": at}  # fmt: skip
+            api.request("PATCH", api.path("nodeclaims", name) + "/status", {"status": status},
+                        "application/merge-patch+json")  # fmt: skip
+        term = {"labelSelector": {"matchLabels": {"app": APP}},
+                "topologyKey": "kubernetes.io/hostname"}  # fmt: skip
+        apart = {"affinity": {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}  # fmt: skip
+        api.create("deployments", deployment(APP, 2, cpu="500m", memory="512Mi", spec=apart))
+
+        def steady_running() -> str:
+            pods = [p for p in api.list("pods") if p["metadata"]["labels"].get("app") == APP]
+            running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+            return "" if len(running) == 2 else f"{len(running)}/2 running on Karpenter's nodes"
+
+        eventually(steady_running, timeout=60)
+        before = snapshot(api)
+        karpy = sandbox.controller()
+        try:
+            sandbox.wait_for_nodeclass()
+            karpy.wait_for_message("no running karpenter found", timeout=30)
+            # Drift is judged on NodeClaim, Node and pod changes: one after the class has
+            # resolved its AMIs, subnets and groups makes it judge Karpenter's instances.
+            for instance in launched.values():
+                touch = {"metadata": {"annotations": {"example.com/checked": "now"}}}
+                api.patch("nodes", instance["PrivateDnsName"], touch)
+            deadline = time.monotonic() + 30  # GC's first pass, three disruption passes
+            while time.monotonic() < deadline:
+                assert {i["InstanceId"] for i in sandbox.instances()} == ids
+                assert snapshot(api) == before, "Karpenter's nodes were touched"
+                time.sleep(1)
+            for claim in api.list("nodeclaims"):
+                assert condition(claim, "Drifted") != "True", claim["status"]["conditions"]
+            reasons = {e["reason"] for e in api.list("events")}
+            assert not reasons & {"DisruptionTerminating", "DisruptionLaunching"}, reasons
+        finally:
             karpy.process.terminate()
             assert karpy.finish() == 0, karpy.stderr
