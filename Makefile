@@ -98,6 +98,7 @@ IMAGE_ARGS     = -f deploy/Dockerfile --build-arg BASE=$(BASE) \
 .PHONY: image image-wheels lock
 image:
 	$(if $(IMAGE_BUILDER),,$(error make image: no docker daemon, podman or buildah here))
+	@test ! -d build/image-wheels || echo "make image: offline, from build/image-wheels/ (delete it to use PyPI)"
 ifeq ($(IMAGE_BUILDER),docker)
 	docker build $(IMAGE_ARGS) .
 else ifeq ($(IMAGE_BUILDER),podman)
