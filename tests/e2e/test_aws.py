@@ -17,6 +17,7 @@ from typing import Any
 import boto3
 import pytest
 
+from tests.e2e.chartrbac import ChartAccount
 from tests.e2e.cluster import Obj, SandboxProcess, condition, deployment, eventually
 from tests.e2e.processes import ControllerProcess
 
@@ -60,8 +61,8 @@ class AwsSandbox(SandboxProcess):
     """``karpy sandbox cluster --cloud aws`` as a subprocess; ``env`` holds the
     ``KEY=VALUE`` lines it prints after its kubeconfig line."""
 
-    def __init__(self, tmp_path: Path) -> None:
-        super().__init__(tmp_path, "--cloud", "aws", "--cluster-name", CLUSTER)
+    def __init__(self, tmp_path: Path, *args: str) -> None:
+        super().__init__(tmp_path, "--cloud", "aws", "--cluster-name", CLUSTER, *args)
         assert self.process.stdout is not None
         self.env: dict[str, str] = {}
         while "CLUSTER_NAME" not in self.env:
@@ -76,14 +77,14 @@ class AwsSandbox(SandboxProcess):
             aws_access_key_id="testing", aws_secret_access_key="testing",
         )  # fmt: skip
 
-    def controller(self) -> ControllerProcess:
+    def controller(self, kubeconfig: Path | None = None) -> ControllerProcess:
         settings = {
             **self.env, "CLOUD_PROVIDER": "aws", "CLUSTER_ENDPOINT": self.api.url,
             "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
             "BATCH_IDLE_DURATION": "500ms", "BATCH_MAX_DURATION": "3s",
             "DISABLE_LEADER_ELECTION": "true",
         }  # fmt: skip
-        return ControllerProcess(self.kubeconfig, env=settings)
+        return ControllerProcess(kubeconfig or self.kubeconfig, env=settings)
 
     def instances(self) -> list[dict[str, Any]]:
         """The cluster's pending and running instances, as EC2 reports them."""
@@ -101,8 +102,8 @@ class AwsSandbox(SandboxProcess):
 
 
 @contextmanager
-def aws_sandbox(tmp_path: Path) -> Iterator[AwsSandbox]:
-    sandbox = AwsSandbox(tmp_path)
+def aws_sandbox(tmp_path: Path, *args: str) -> Iterator[AwsSandbox]:
+    sandbox = AwsSandbox(tmp_path, *args)
     try:
         yield sandbox
     finally:
@@ -188,15 +189,17 @@ def test_kill_9_during_launches_leaks_no_instance_and_launches_none_twice(tmp_pa
             karpy.kill()
 
 
-def test_a_changed_nodeclass_drifts_its_nodes_which_are_replaced(tmp_path):
-    with aws_sandbox(tmp_path) as sandbox:
+def test_a_changed_nodeclass_drifts_its_nodes_which_are_replaced(tmp_path, rbac=False):
+    """``rbac``: as the chart's ServiceAccount (tests/deploy/test_rbac_from_calls.py)."""
+    with aws_sandbox(tmp_path, *(["--rbac"] if rbac else [])) as sandbox:
         api = sandbox.api
         api.create("ec2nodeclasses", NODECLASS)
         pool = {**NODEPOOL, "spec": {**NODEPOOL["spec"],
                                      "disruption": {"consolidateAfter": "30s",
                                                    "budgets": [{"nodes": "100%"}]}}}  # fmt: skip
         api.create("nodepools", pool)
-        karpy = sandbox.controller()
+        account = ChartAccount(sandbox.kubeconfig, cloud="aws") if rbac else None
+        karpy = sandbox.controller(account.kubeconfig_path if account else None)
         try:
             api.create("deployments", deployment("web", 6, cpu="1", memory="1Gi"))
             eventually(lambda: settled(sandbox, 6), timeout=120, interval=1.0)
@@ -219,6 +222,8 @@ def test_a_changed_nodeclass_drifts_its_nodes_which_are_replaced(tmp_path):
             eventually(replaced, timeout=180, interval=1.0)
             for instance in sandbox.instances():
                 assert tag(instance, "team") == "web"
+            if account is not None:
+                account.check("aws-drift")
         finally:
             karpy.kill()
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.e2e.chartrbac import ChartAccount
 from tests.e2e.cluster import (
     EXAMPLES,
     Api,
@@ -80,11 +81,13 @@ def scale(api: Api, name: str, replicas: int) -> None:
     api.patch("deployments", name, {"spec": {"replicas": replicas}})
 
 
-def test_when_empty_removes_every_emptied_node(tmp_path: Path) -> None:
-    with sandbox_process(tmp_path) as cluster:
+def test_when_empty_removes_every_emptied_node(tmp_path: Path, rbac: bool = False) -> None:
+    """``rbac``: as the chart's ServiceAccount (tests/deploy/test_rbac_from_calls.py)."""
+    with sandbox_process(tmp_path, *(["--rbac"] if rbac else [])) as cluster:
         api = cluster.api
         api.apply_examples(pool(budgets=[{"nodes": "100%"}]))
-        karpy = controller(cluster.kubeconfig)
+        account = ChartAccount(cluster.kubeconfig) if rbac else None
+        karpy = controller(account.kubeconfig_path if account else cluster.kubeconfig)
         try:
             karpy.wait_for_message("informers synced", timeout=60)
             api.create("deployments", deployment("web", 4, cpu="500m", memory="512Mi",
@@ -99,6 +102,8 @@ def test_when_empty_removes_every_emptied_node(tmp_path: Path) -> None:
             print(f"emptied nodes removed in {time.monotonic() - started:.1f}s")
             reasons = {e["reason"] for e in api.list("events")}
             assert "DisruptionTerminating" in reasons
+            if account is not None:
+                account.check("emptiness")
         finally:
             karpy.process.terminate()
             assert karpy.finish() == 0
@@ -378,13 +383,17 @@ def test_explain_node_says_what_blocks_a_node_and_what_would_happen_to_the_other
             assert karpy.finish() == 0
 
 
-def test_termination_grace_period_ends_a_drain_a_pdb_would_block_forever(tmp_path: Path) -> None:
+def test_termination_grace_period_ends_a_drain_a_pdb_would_block_forever(
+    tmp_path: Path, rbac: bool = False
+) -> None:
+    """``rbac``: as the chart's ServiceAccount (tests/deploy/test_rbac_from_calls.py)."""
     bounded = pool(consolidationPolicy="WhenEmpty", consolidateAfter="Never")
     bounded["spec"]["template"]["spec"]["terminationGracePeriod"] = "30s"
-    with sandbox_process(tmp_path) as cluster:
+    with sandbox_process(tmp_path, *(["--rbac"] if rbac else [])) as cluster:
         api = cluster.api
         api.apply_examples(bounded)
-        karpy = controller(cluster.kubeconfig)
+        account = ChartAccount(cluster.kubeconfig) if rbac else None
+        karpy = controller(account.kubeconfig_path if account else cluster.kubeconfig)
         try:
             karpy.wait_for_message("informers synced", timeout=60)
             selector = {"matchLabels": {"app": "db"}}
@@ -404,6 +413,8 @@ def test_termination_grace_period_ends_a_drain_a_pdb_would_block_forever(tmp_pat
 
             eventually(gone, timeout=30 + 30)
             assert time.monotonic() - started >= 20, "the PDB held the drain until the deadline"
+            if account is not None:
+                account.check("termination-grace-period")
         finally:
             karpy.process.terminate()
             assert karpy.finish() == 0

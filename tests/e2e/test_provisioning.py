@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from tests.e2e.chartrbac import ChartAccount
 from tests.e2e.cluster import (
     Obj,
     all_running,
@@ -31,8 +32,10 @@ def one_per_host(app: str) -> Obj:
     return {"affinity": {"podAntiAffinity": required}}
 
 
-def test_pending_deployments_end_running_on_initialized_nodeclaims(tmp_path):
-    with sandbox_process(tmp_path) as cluster:
+def test_pending_deployments_end_running_on_initialized_nodeclaims(tmp_path, rbac=False):
+    """``rbac``: karpy runs as the chart's ServiceAccount against a ``--rbac`` sandbox
+    (tests/deploy/test_rbac_from_calls.py runs it so)."""
+    with sandbox_process(tmp_path, *(["--rbac"] if rbac else [])) as cluster:
         api = cluster.api
         api.apply_examples()
         existing = {
@@ -44,7 +47,8 @@ def test_pending_deployments_end_running_on_initialized_nodeclaims(tmp_path):
                        "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}},
         }  # fmt: skip
         api.create("nodes", existing)
-        karpy = controller(cluster.kubeconfig)
+        account = ChartAccount(cluster.kubeconfig) if rbac else None
+        karpy = controller(account.kubeconfig_path if account else cluster.kubeconfig)
         try:
             karpy.wait_for_message("informers synced", timeout=60)
             api.create("deployments", deployment("fits-existing", 10, cpu="1"))
@@ -104,6 +108,8 @@ def test_pending_deployments_end_running_on_initialized_nodeclaims(tmp_path):
             assert all(n["metadata"]["name"] in used for n in fake_nodes), (
                 "every node karpy launched got pods: nothing launched twice"
             )
+            if account is not None:
+                account.check("provisioning")
         finally:
             karpy.process.terminate()
             assert karpy.finish() == 0
