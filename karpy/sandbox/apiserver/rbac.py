@@ -231,7 +231,7 @@ class Policy:
     def grants(self, user: UserInfo) -> list[tuple[str, PolicyRule]]:
         """Every rule granted to ``user`` with the namespace it applies in ("" for all of
         them): what a chart gives an account, for comparing with what it called."""
-        found = [(("", rule)) for rule in self.rules_for(user, "")[0]]
+        found = [("", rule) for rule in self.rules_for(user, "")[0]]
         for namespace in sorted(self.role_bindings):
             local = Policy(roles=[r for (ns, _), r in self.roles.items() if ns == namespace],
                            cluster_roles=self.cluster_roles.values(),

@@ -311,3 +311,23 @@ def test_forbidden_messages_are_kube_apiservers():
     assert forbidden(sa, RequestInfo(path="/metrics", verb="get")).message == (
         'forbidden: User "system:serviceaccount:karpy:karpy" cannot get path "/metrics"'
     )
+
+
+def test_grants_lists_each_rule_with_the_namespace_its_binding_gives():
+    policy = Policy.from_manifests(
+        [
+            cluster_role("nodes", rule("list", "", "nodes")),
+            cluster_role("pods", rule("get", "", "pods")),
+            role("leases", "karpy", rule("create", "coordination.k8s.io", "leases")),
+            cluster_binding("nodes", "ServiceAccount:karpy/karpy"),
+            binding("team", "ClusterRole", "pods", "ServiceAccount:karpy/karpy"),
+            binding("karpy", "Role", "leases", "ServiceAccount:karpy"),
+            binding("other", "Role", "leases", "ServiceAccount:other/karpy"),
+        ]
+    )
+    grants = policy.grants(UserInfo("system:serviceaccount:karpy:karpy"))
+    assert sorted((ns, r.verbs, r.resources) for ns, r in grants) == [
+        ("", ("list",), ("nodes",)),
+        ("karpy", ("create",), ("leases",)),
+        ("team", ("get",), ("pods",)),
+    ]
