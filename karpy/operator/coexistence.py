@@ -275,10 +275,13 @@ class KarpenterWatch:
         """An Event on `target`, sent directly (the event recorder is a writer and does
         not run while karpy refuses to act)."""
         target = self.target
-        try:
-            if target.kind == "Pod" and self._target_uid is None:
+        if target.kind == "Pod" and self._target_uid is None:
+            try:  # the uid lets `kubectl describe pod` show the Event; without it, still sent
                 pod = await self.client.try_get(PODS, target.name, target.namespace)
                 self._target_uid = str(((pod or {}).get("metadata") or {}).get("uid") or "")
+            except KubeError as exc:
+                log.debug("could not read karpy's pod", error=describe_error(exc))
+        try:
             ref = {"kind": target.kind, "name": target.name, "namespace": target.namespace,
                    "apiVersion": target.api_version, "uid": self._target_uid or ""}  # fmt: skip
             involved = {k: v for k, v in ref.items() if v}

@@ -291,3 +291,15 @@ def test_events_go_to_karpys_lease_when_it_does_not_know_its_pod():
     target = event_target({}, namespace="karpy", lease_name="karpy-leader-election")
     assert (target.kind, target.name, target.namespace) == ("Lease", "karpy-leader-election",
                                                             "karpy")  # fmt: skip
+
+
+async def test_the_event_is_recorded_even_when_karpy_may_not_read_its_pod(apiserver):
+    clock = FakeClock()
+    namespace(apiserver, "karpy")
+    apiserver.faults.error("GET", "/api/v1/namespaces/karpy/pods/karpy-0", status=403)
+    karpenter_lease(apiserver, clock, ago=0)
+    async with watching(apiserver, clock) as watch:
+        await watch.look()
+        assert events(apiserver) == [("Warning", "KarpenterDetected", "Pod", "karpy-0")]
+        (event,) = apiserver.store.list("events", "karpy")
+        assert "uid" not in event["involvedObject"]
