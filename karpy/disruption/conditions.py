@@ -13,7 +13,9 @@ controllers in one).
   NodePool would create now: the template hash changed (``NodePoolDrifted``, only when
   both hashes are of the same version), the NodePool's requirements no longer admit the
   node's labels (``RequirementsDrifted``), or the cloud provider says so (``is_drifted``,
-  e.g. a new AMI). Removed when none holds; only launched NodeClaims are judged.
+  e.g. a new AMI). Removed when none holds; only launched NodeClaims are judged. A change
+  of the node class a NodeClaim refers to (its spec, or its status resolving a new AMI or
+  subnet) re-judges it at once, as does the periodic recheck.
 
 Emptiness is not a condition: it is computed on the fly from the pods on the node, so a
 missed pod event can delay consolidation, never strand an empty node.
@@ -64,11 +66,14 @@ NODEPOOL_DRIFTED: Final = "NodePoolDrifted"
 REQUIREMENTS_DRIFTED: Final = "RequirementsDrifted"
 POD_EVENT_DEDUPE: Final = timedelta(seconds=10)
 DRIFT_RECHECK: Final = 300.0  # seconds: the cloud provider's drift is polled this often
+# Node class kinds whose changes re-judge the drift of the NodeClaims referring to them
+# (state names them by their Kubernetes kind, which is also what nodeClassRef.kind says).
+NODE_CLASS_KINDS: Final = frozenset({kinds.EC2NODECLASS})
 
 
 class NodeClaimDisruptionConditions:
     name = "nodeclaim.disruption"
-    watches = frozenset({kinds.NODECLAIM, kinds.NODEPOOL, kinds.POD, kinds.NODE})
+    watches = frozenset({kinds.NODECLAIM, kinds.NODEPOOL, kinds.POD, kinds.NODE, *NODE_CLASS_KINDS})
 
     def __init__(
         self, state: ClusterState, client: KubeClient, provider: CloudProvider, *, clock: Clock
@@ -90,6 +95,10 @@ class NodeClaimDisruptionConditions:
         if change.kind == kinds.NODE:
             claim = snapshot.claim_for_node(change.key)
             return (claim.name,) if claim is not None else ()
+        if change.kind in NODE_CLASS_KINDS:  # a resolved or edited class may drift its nodes
+            return [c.name for c in snapshot.nodeclaims.values()
+                    if c.spec.node_class_ref.kind == change.kind
+                    and c.spec.node_class_ref.name == change.key]  # fmt: skip
         node = _pod_event_node(change.old, change.new)
         if node is None:
             return ()

@@ -1,0 +1,43 @@
+"""Which NodeClaims `NodeClaimDisruptionConditions` re-judges when something changes: a
+node class change re-judges the NodeClaims that refer to it (its status resolving a new
+AMI drifts them now, not at the next periodic recheck)."""
+
+from __future__ import annotations
+
+from karpy.apis.ec2nodeclass import EC2NodeClass
+from karpy.apis.nodeclaim import NodeClaim
+from karpy.base.clock import SYSTEM_CLOCK
+from karpy.disruption.conditions import NodeClaimDisruptionConditions
+from karpy.state import kinds
+from karpy.state.cluster import ClusterState, StateChange
+from tests import factories as f
+
+
+def claim(name: str, nodeclass: str) -> NodeClaim:
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": nodeclass}
+    return NodeClaim.from_dict(f.nodeclaim(name, nodepool="default", node_class_ref=ref))
+
+
+def nodeclass(name: str) -> EC2NodeClass:
+    return EC2NodeClass.from_dict({
+        "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+        "metadata": {"name": name},
+        "spec": {"role": "KarpenterNodeRole", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                 "subnetSelectorTerms": [{"tags": {"k": "v"}}],
+                 "securityGroupSelectorTerms": [{"tags": {"k": "v"}}]},
+    })  # fmt: skip
+
+
+def test_a_node_class_change_rejudges_the_nodeclaims_that_refer_to_it() -> None:
+    state = ClusterState()
+    claims = [claim("a-1", "a"), claim("a-2", "a"), claim("b-1", "b")]
+    state.apply(kinds.NODECLAIM, [(c.name, c) for c in claims], [])
+    conditions = NodeClaimDisruptionConditions(state, client=None, provider=None,  # type: ignore[arg-type]
+                                               clock=SYSTEM_CLOCK)  # fmt: skip
+    assert kinds.EC2NODECLASS in conditions.watches
+    old, new = nodeclass("a"), nodeclass("a")
+    change = StateChange(kinds.EC2NODECLASS, "a", old, new)
+    assert sorted(conditions.keys_for(change)) == ["a-1", "a-2"]
+    assert (
+        list(conditions.keys_for(StateChange(kinds.EC2NODECLASS, "c", None, nodeclass("c")))) == []
+    )
