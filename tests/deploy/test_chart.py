@@ -298,6 +298,9 @@ def test_disruption_budget_and_metrics_service(default_objects):
     budget = find(default_objects, "PodDisruptionBudget")
     assert budget["metadata"]["name"] == "karpy"
     assert budget["spec"]["maxUnavailable"] == 1
+    assert budget["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow", (
+        "a controller pod that is not ready must not block a node drain"
+    )
     service = find(default_objects, "Service")
     assert service["spec"]["type"] == "ClusterIP"
     assert service["spec"]["ports"] == [
