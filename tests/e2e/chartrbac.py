@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.deploy.conftest import render_chart
+from tests.deploy.conftest import helm_binary, render_chart
 
 KUBECTL = Path(sys.executable).parent / "kubectl"
 RELEASE_NAMESPACE = "karpy"
@@ -33,6 +33,14 @@ RBAC_GROUP = "rbac.authorization.k8s.io"
 
 # What each scenario's account called: scenario name -> audit records.
 RECORDED: dict[str, list[dict[str, Any]]] = {}
+
+
+def skip_if_run_as_chart_account(rbac: bool) -> None:
+    """A scenario that tests/deploy/test_rbac_from_calls.py runs as the chart's account
+    (where helm and kubectl are installed, as ``make test`` installs them) is not run a
+    second time without RBAC: that run checks everything the plain one does, and more."""
+    if not rbac and helm_binary() is not None and KUBECTL.exists():
+        pytest.skip("runs as the chart's ServiceAccount in tests/deploy/test_rbac_from_calls.py")
 
 
 def chart_values(cloud: str) -> dict[str, Any]:

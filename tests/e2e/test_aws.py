@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.e2e.chartrbac import ChartAccount
+from tests.e2e.chartrbac import ChartAccount, skip_if_run_as_chart_account
 from tests.e2e.cluster import Obj, SandboxProcess, condition, deployment, eventually
 from tests.e2e.processes import ControllerProcess
 
@@ -191,6 +191,7 @@ def test_kill_9_during_launches_leaks_no_instance_and_launches_none_twice(tmp_pa
 
 def test_a_changed_nodeclass_drifts_its_nodes_which_are_replaced(tmp_path, rbac=False):
     """``rbac``: as the chart's ServiceAccount (tests/deploy/test_rbac_from_calls.py)."""
+    skip_if_run_as_chart_account(rbac)
     with aws_sandbox(tmp_path, *(["--rbac"] if rbac else [])) as sandbox:
         api = sandbox.api
         api.create("ec2nodeclasses", NODECLASS)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.chartrbac import ChartAccount
+from tests.e2e.chartrbac import ChartAccount, skip_if_run_as_chart_account
 from tests.e2e.cluster import (
     EXAMPLES,
     Api,
@@ -83,6 +83,7 @@ def scale(api: Api, name: str, replicas: int) -> None:
 
 def test_when_empty_removes_every_emptied_node(tmp_path: Path, rbac: bool = False) -> None:
     """``rbac``: as the chart's ServiceAccount (tests/deploy/test_rbac_from_calls.py)."""
+    skip_if_run_as_chart_account(rbac)
     with sandbox_process(tmp_path, *(["--rbac"] if rbac else [])) as cluster:
         api = cluster.api
         api.apply_examples(pool(budgets=[{"nodes": "100%"}]))
@@ -387,6 +388,7 @@ def test_termination_grace_period_ends_a_drain_a_pdb_would_block_forever(
     tmp_path: Path, rbac: bool = False
 ) -> None:
     """``rbac``: as the chart's ServiceAccount (tests/deploy/test_rbac_from_calls.py)."""
+    skip_if_run_as_chart_account(rbac)
     bounded = pool(consolidationPolicy="WhenEmpty", consolidateAfter="Never")
     bounded["spec"]["template"]["spec"]["terminationGracePeriod"] = "30s"
     with sandbox_process(tmp_path, *(["--rbac"] if rbac else [])) as cluster:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.e2e.chartrbac import ChartAccount
+from tests.e2e.chartrbac import ChartAccount, skip_if_run_as_chart_account
 from tests.e2e.cluster import (
     Obj,
     all_running,
@@ -35,6 +35,7 @@ def one_per_host(app: str) -> Obj:
 def test_pending_deployments_end_running_on_initialized_nodeclaims(tmp_path, rbac=False):
     """``rbac``: karpy runs as the chart's ServiceAccount against a ``--rbac`` sandbox
     (tests/deploy/test_rbac_from_calls.py runs it so)."""
+    skip_if_run_as_chart_account(rbac)
     with sandbox_process(tmp_path, *(["--rbac"] if rbac else [])) as cluster:
         api = cluster.api
         api.apply_examples()
