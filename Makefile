@@ -4,8 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 RUN_STAMP := $(VENV)/.sandbox-stamp
-# Parallel test workers: one per core, at least two.
-PYTEST_WORKERS ?= auto
+# Parallel test workers: four. The end-to-end tests spend most of their time waiting on
+# real time (consolidateAfter, drains, leases), so two workers per core on a 2-core machine
+# finish the suite in about 6 minutes instead of 10, with the CPU still not saturated.
+PYTEST_WORKERS ?= 4
 
 .PHONY: all venv test lint format run bench clean
 
