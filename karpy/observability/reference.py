@@ -17,7 +17,6 @@ goes through the public ``collect()``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -25,6 +24,7 @@ import attrs
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics import MetricWrapperBase
 
+from karpy.base.generated import generated_page_main
 from karpy.cloud.aws.clients import AWSClients
 from karpy.cloud.aws.interruption.metrics import InterruptionMetrics
 from karpy.cloud.aws.launch.templategc import LaunchTemplateGC
@@ -150,22 +150,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m karpy.observability.reference")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the page to write")
-    parser.add_argument(
-        "--check", action="store_true", help="compare instead of writing; exit 1 on a difference"
-    )
-    args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        if not args.out.exists() or args.out.read_text() != text:
-            print(f"out of date: {args.out} (run python -m karpy.observability.reference)",
-                  file=sys.stderr)  # fmt: skip
-            return 1
-        return 0
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    return 0
+    return generated_page_main("karpy.observability.reference", DEFAULT_OUT, render, argv)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,10 @@ read from the help text, where karpy's own settings say ``karpy:`` first.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from karpy.base.generated import generated_page_main
 from karpy.settings.gates import AWSFeatureGates, FeatureGates
 from karpy.settings.options import OPTIONS, UNSUPPORTED, Option
 
@@ -115,22 +115,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m karpy.settings.reference")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the page to write")
-    parser.add_argument(
-        "--check", action="store_true", help="compare instead of writing; exit 1 on a difference"
-    )
-    args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        if not args.out.exists() or args.out.read_text() != text:
-            print(f"out of date: {args.out} (run python -m karpy.settings.reference)",
-                  file=sys.stderr)  # fmt: skip
-            return 1
-        return 0
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    return 0
+    return generated_page_main("karpy.settings.reference", DEFAULT_OUT, render, argv)
 
 
 if __name__ == "__main__":
