@@ -109,13 +109,7 @@ def _add_apiserver_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--history-size", type=int, default=10_000, help="watch history per resource"
     )
-    parser.add_argument(
-        "--rbac",
-        action="store_true",
-        help="check bearer tokens and authorize requests with RBAC as kube-apiserver does "
-        "(ServiceAccount tokens from `kubectl create token`; requests without credentials, "
-        "such as kubectl's over plain HTTP, act as an administrator)",
-    )
+    _add_rbac_argument(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request (debug)")
 
 
@@ -215,6 +209,16 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     _add_cloud_arguments(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request (debug)")
+
+
+def _add_rbac_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rbac",
+        action="store_true",
+        help="check bearer tokens and authorize requests with RBAC as kube-apiserver does "
+        "(ServiceAccount tokens from `kubectl create token`; requests without credentials, "
+        "such as kubectl's over plain HTTP, act as an administrator)",
+    )
 
 
 def _add_cloud_arguments(parser: argparse.ArgumentParser) -> None:
@@ -331,13 +335,7 @@ def _add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="cap on how long a graceful pod deletion takes (default: its grace period)",
     )
-    parser.add_argument(
-        "--rbac",
-        action="store_true",
-        help="check bearer tokens and authorize requests with RBAC as kube-apiserver does "
-        "(ServiceAccount tokens from `kubectl create token`; requests without credentials, "
-        "such as kubectl's over plain HTTP, act as an administrator)",
-    )
+    _add_rbac_argument(parser)
     _add_cloud_arguments(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request (debug)")
 
