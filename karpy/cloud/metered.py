@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from karpy.apis.nodepool import NodePool
     from karpy.base.component import Component
     from karpy.cloud.provider import CloudProvider, Instance, RepairPolicy
+    from karpy.kube.client import WriteGate
     from karpy.kube.events import EventRecorder
     from karpy.observability.karpenter_metrics import KarpenterMetrics
     from karpy.scheduling.instancetypes import InstanceType
@@ -26,9 +27,11 @@ __all__ = ["MeteredCloudProvider"]
 
 class MeteredCloudProvider:
     def __init__(
-        self, inner: CloudProvider, metrics: KarpenterMetrics, *, controller: str = ""
-    ) -> None:
+        self, inner: CloudProvider, metrics: KarpenterMetrics, *, controller: str = "",
+        write_gate: WriteGate | None = None,
+    ) -> None:  # fmt: skip
         self.inner = inner
+        self.write_gate = write_gate  # launches and deletes refused once the lease is lost
         self.metrics = metrics
         self.controller = controller
 
@@ -61,10 +64,14 @@ class MeteredCloudProvider:
         return result
 
     async def create(self, nodeclaim: NodeClaim) -> Instance:
+        if self.write_gate is not None:
+            self.write_gate.check("Create", nodeclaim.name)
         result: Instance = await self._call("Create", lambda: self.inner.create(nodeclaim))
         return result
 
     async def delete(self, nodeclaim: NodeClaim) -> None:
+        if self.write_gate is not None:
+            self.write_gate.check("Delete", nodeclaim.name)
         await self._call("Delete", lambda: self.inner.delete(nodeclaim))
 
     async def get(self, provider_id: str) -> Instance:

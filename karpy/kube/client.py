@@ -13,6 +13,10 @@ One wrapper so every request gets the same treatment:
   applied is never blindly repeated: the caller sees the error and re-reads.
 * **Typed errors** (`karpy.kube.errors`) and bodies encoded and decoded with orjson.
 * **Metrics**: requests by verb and code, latency, retries, rate-limiter wait.
+* **A write gate** (`WriteGate`): once the leader elector has lost the lease it closes the
+  gate, from its own thread, and every later non-GET request is refused with `WritesStopped`
+  before it is sent, even if the event loop was blocked when the lease was lost and the
+  writers have not been cancelled yet.
 
 Objects go in and come out as plain dicts; callers that keep them project them into
 records first. Informers do not use this class for their streams (see
@@ -22,6 +26,7 @@ records first. Informers do not use this class for their streams (see
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -31,6 +36,7 @@ import attrs
 import orjson
 
 from karpy.base.clock import SYSTEM_CLOCK
+from karpy.errors import KarpyError
 from karpy.kube.backoff import Backoff
 from karpy.kube.errors import (
     APIError,
@@ -52,7 +58,15 @@ if TYPE_CHECKING:
     from karpy.kube.transport import Transport
     from karpy.observability.metrics import Metrics
 
-__all__ = ["REQUEST_PRIORITY", "KubeClient", "PatchType", "Preconditions", "priority"]
+__all__ = [
+    "REQUEST_PRIORITY",
+    "KubeClient",
+    "PatchType",
+    "Preconditions",
+    "WriteGate",
+    "WritesStopped",
+    "priority",
+]
 
 log = get_logger("kube.client")
 
@@ -78,6 +92,32 @@ def priority(level: int) -> Iterator[None]:
         yield
     finally:
         REQUEST_PRIORITY.reset(token)
+
+
+class WritesStopped(KarpyError):
+    """A write refused because this process no longer holds the leader lease."""
+
+
+class WriteGate:
+    """Open until `close`; thread-safe (a `threading.Event`), so the elector's thread can
+    shut every writer's requests off while the event loop is busy elsewhere."""
+
+    def __init__(self) -> None:
+        self._closed = threading.Event()
+        self.reason = ""
+
+    def close(self, reason: str) -> None:
+        self.reason = reason
+        self._closed.set()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    def check(self, method: str, path: str) -> None:
+        """Raise `WritesStopped` if closed and ``method`` writes."""
+        if method != "GET" and self._closed.is_set():
+            raise WritesStopped(f"{method} {path} refused: {self.reason}")
 
 
 @attrs.frozen(slots=True)
@@ -111,8 +151,10 @@ class KubeClient:
         backoff: Backoff | None = None,
         clock: Clock = SYSTEM_CLOCK,
         timeout: float = 30.0,
+        write_gate: WriteGate | None = None,
     ) -> None:
         self.transport = transport
+        self.write_gate = write_gate
         self.name = name
         self.limiter = limiter
         self.metrics = metrics
@@ -191,6 +233,8 @@ class KubeClient:
         data: bytes | None,
         content_type: str,
     ) -> tuple[int, bytes, Mapping[str, str]]:
+        if self.write_gate is not None:  # checked last, just before the request is sent
+            self.write_gate.check(method, path)
         started = time.perf_counter()
         code = 0
         try:

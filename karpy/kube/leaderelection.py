@@ -24,7 +24,11 @@ warm so a failover costs seconds, not a full sync. The rules, as client-go's
   standby takes over at its next retry instead of waiting out the lease.
 
 Requests go through their own `KubeClient` without a rate limiter, on their own
-connection pool, so a burst of writes elsewhere cannot delay a renewal.
+connection pool, so a burst of writes elsewhere cannot delay a renewal. In the controller
+the campaign runs on its own thread and event loop (`karpy.kube.electionthread`), so a busy
+or blocked main loop cannot starve renewals either; `LeaderElector` here runs it on the
+caller's loop and holds the rules. On losing, the elector first closes the `WriteGate` the
+writers' clients share, so no write is sent after the loss even before they are cancelled.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ if TYPE_CHECKING:
 
     from karpy.base.clock import Clock
     from karpy.base.component import Component
-    from karpy.kube.client import KubeClient
+    from karpy.kube.client import KubeClient, WriteGate
     from karpy.observability.metrics import Metrics
 
 __all__ = ["ElectionConfig", "LeaderElector", "LeadershipLost", "default_identity"]
@@ -111,8 +115,10 @@ class LeaderElector:
         clock: Clock = SYSTEM_CLOCK,
         rng: random.Random | None = None,
         writer_grace: float = 5.0,
+        write_gate: WriteGate | None = None,
     ) -> None:
         self.config = config
+        self.write_gate = write_gate
         self.client = client
         self.writers = list(writers)
         self.metrics = metrics
@@ -210,12 +216,15 @@ class LeaderElector:
                     last_renewal = started
                     break
                 if self.clock.monotonic() - last_renewal >= self.config.renew_deadline:
-                    self._log.error("failed to renew the leader lease in time",
-                                    renewDeadline=self.config.renew_deadline)  # fmt: skip
-                    raise LeadershipLost(
+                    reason = (
                         f"could not renew lease {self.config.namespace}/{self.config.name} "
                         f"within {self.config.renew_deadline}s"
                     )
+                    if self.write_gate is not None:  # before anyone is told: no write slips in
+                        self.write_gate.close(reason)
+                    self._log.error("failed to renew the leader lease in time",
+                                    renewDeadline=self.config.renew_deadline)  # fmt: skip
+                    raise LeadershipLost(reason)
                 left = self.config.renew_deadline - (self.clock.monotonic() - last_renewal)
                 await self.clock.sleep(min(self.config.retry_period, max(left, 0.0)))
 

@@ -2,7 +2,10 @@
 
 * two `Transport`s: one for informers and writes (rate-limited by ``KUBE_CLIENT_QPS`` /
   ``KUBE_CLIENT_BURST``), one for leader election alone (not rate-limited, its own
-  connection pool), as Karpenter configures its leader-election client;
+  connection pool, made inside the elector's own thread and event loop:
+  `karpy.kube.electionthread`), as Karpenter configures its leader-election client;
+* one `WriteGate` shared by every writing client and the cloud provider, closed by the
+  elector's thread the moment the lease is lost;
 * an `Informer` per watched kind (`karpy.kube.watched.WATCHED`) feeding `ClusterState`;
 * the cloud provider ``CLOUD_PROVIDER`` names, wrapped to export its call metrics;
 * the leader elector (or `NoElection` with ``DISABLE_LEADER_ELECTION=true``) and the
@@ -21,6 +24,7 @@ keeps a follower's informers off until it leads.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import TYPE_CHECKING, Any
 
@@ -32,11 +36,12 @@ from karpy.cloud.factory import build_provider, check_provider
 from karpy.cloud.metered import MeteredCloudProvider
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.kube.backoff import TokenBucket
-from karpy.kube.client import KubeClient
+from karpy.kube.client import KubeClient, WriteGate
+from karpy.kube.electionthread import ThreadedLeaderElector
 from karpy.kube.events import EventRecorder
 from karpy.kube.informer import Informer
 from karpy.kube.informers import InformerSet
-from karpy.kube.leaderelection import ElectionConfig, LeaderElector, NoElection, default_identity
+from karpy.kube.leaderelection import ElectionConfig, NoElection, default_identity
 from karpy.kube.transport import Transport, load_configuration
 from karpy.kube.watched import WATCHED
 from karpy.observability.health import LoopWatchdog
@@ -49,7 +54,7 @@ from karpy.operator.freshness import FreshState, after_fresh_state
 from karpy.state.cluster import ClusterState
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import AsyncIterator, Mapping
 
     from karpy.base.component import Component
     from karpy.settings import Settings
@@ -77,12 +82,22 @@ class Runtime:
         self.settings = settings
         self.metrics = Metrics(process_collectors=True, commit=env.get("KARPY_COMMIT", "unknown"))
         self.transport: Transport = Transport(configuration)
-        self.election_transport: Transport = Transport(copy_configuration(configuration),
-                                                       pool_size=4)  # fmt: skip
+        self.write_gate = WriteGate()
         limiter = TokenBucket(settings.kube_client_qps, settings.kube_client_burst)
-        self.client = KubeClient(self.transport, limiter=limiter, metrics=self.metrics)
-        election_client = KubeClient(self.election_transport, name="leader-election",
-                                     metrics=self.metrics, max_attempts=1)  # fmt: skip
+        self.client = KubeClient(self.transport, limiter=limiter, metrics=self.metrics,
+                                 write_gate=self.write_gate)  # fmt: skip
+        metrics = self.metrics
+
+        @contextlib.asynccontextmanager
+        async def election_client() -> AsyncIterator[KubeClient]:
+            """Called on the elector's thread: its session belongs to that thread's loop."""
+            transport = Transport(copy_configuration(configuration), pool_size=4)
+            try:
+                yield KubeClient(transport, name="leader-election", metrics=metrics,
+                                 max_attempts=1)  # fmt: skip
+            finally:
+                await transport.close()
+
         self.state = ClusterState(watched=[spec.name for spec in WATCHED])
         if not settings.disable_cluster_state_observability:
             self.metrics.bind_cluster_state(
@@ -96,6 +111,7 @@ class Runtime:
         event_client = KubeClient(
             self.transport, name="events", metrics=self.metrics, max_attempts=1,
             limiter=TokenBucket(settings.kube_client_qps, settings.kube_client_burst),
+            write_gate=self.write_gate,
         )  # fmt: skip
         recorder = EventRecorder(event_client, metrics=self.metrics)
         informers = [
@@ -108,7 +124,8 @@ class Runtime:
                                   unavailable=self.unavailable, clock=SYSTEM_CLOCK,
                                   controller_metrics=self.metrics.controllers,
                                   metrics=self.metrics)  # fmt: skip
-        self.provider = MeteredCloudProvider(provider, self.metrics.karpenter)
+        self.provider = MeteredCloudProvider(provider, self.metrics.karpenter,
+                                             write_gate=self.write_gate)  # fmt: skip
         writers: list[Component] = build_controllers(
             settings, state=self.state, client=self.client, recorder=recorder,
             provider=self.provider, unavailable=self.unavailable, metrics=self.metrics,
@@ -121,7 +138,7 @@ class Runtime:
                                 or settings.leader_election_namespace),
         )  # fmt: skip
         halting = self.coexistence.halting
-        self.elector: LeaderElector | NoElection
+        self.elector: ThreadedLeaderElector | NoElection
         self.freshness: FreshState | None = None
         if settings.disable_leader_election:
             self.elector = NoElection([halting(w) for w in writers], metrics=self.metrics,
@@ -139,9 +156,10 @@ class Runtime:
             # took the lease (karpy.operator.freshness).
             self.freshness = FreshState(informers)
             writers = after_fresh_state(self.freshness, writers)
-            self.elector = LeaderElector(election, election_client,
-                                         writers=[halting(w) for w in writers],
-                                         metrics=self.metrics)  # fmt: skip
+            self.elector = ThreadedLeaderElector(
+                election, election_client, writers=[halting(w) for w in writers],
+                metrics=self.metrics, write_gate=self.write_gate,
+            )  # fmt: skip
         gate = self.elector.leading if settings.disable_controller_warmup else None
         self.informers = InformerSet(informers, gate=gate)
         self.watchdog = LoopWatchdog(metrics=self.metrics)
@@ -190,7 +208,6 @@ class Runtime:
         if closer is not None:  # the AWS provider's HTTP clients
             await closer()
         await self.transport.close()
-        await self.election_transport.close()
 
 
 def copy_configuration(configuration: Any) -> Any:
