@@ -214,6 +214,10 @@ class LeaderElector:
                         renewed = await asyncio.wait_for(self._try_acquire_or_renew(), remaining)
                 if renewed and self.clock.monotonic() - last_renewal < self.config.renew_deadline:
                     last_renewal = started
+                    if self.metrics is not None:
+                        self.metrics.leader_renew_duration.labels(self.config.name).observe(
+                            self.clock.monotonic() - started
+                        )
                     break
                 if self.clock.monotonic() - last_renewal >= self.config.renew_deadline:
                     reason = (

@@ -40,6 +40,11 @@ prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
 _LATENCY_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _WAIT_BUCKETS: Final = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30)
+# 1 ms to 30 s: a tick's ordinary jitter, the 100 ms a stall must stay under, and the
+# renew deadline (10 s) a stall must never approach.
+_LOOP_LAG_BUCKETS: Final = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+)  # fmt: skip
 
 
 class Metrics:
@@ -195,14 +200,29 @@ class Metrics:
         )
 
         # --- event loop ----------------------------------------------------------------
-        self.loop_lag = Gauge(
+        self.loop_lag = Histogram(
             "karpy_event_loop_lag_seconds",
-            "How late the watchdog's last tick ran (event-loop responsiveness).",
+            "How late each of the loop watchdog's wake-ups ran (one sample per tick): "
+            "how long the event loop was kept from running ready work.",
+            buckets=_LOOP_LAG_BUCKETS,
+            registry=r,
+        )
+        self.loop_lag_longest = Gauge(
+            "karpy_event_loop_lag_longest_seconds",
+            "Longest event-loop stall since the process started.",
             registry=r,
         )
         self.loop_lag_max = Gauge(
             "karpy_event_loop_lag_max_seconds",
             "Largest tick lateness in the health window (what /healthz judges).",
+            registry=r,
+        )
+        # --- leader election, seen from its own thread ------------------------------------
+        self.leader_renew_duration = Histogram(
+            "karpy_leader_election_renew_duration_seconds",
+            "Seconds each successful lease renewal took (the elector's own thread and loop).",
+            ["name"],
+            buckets=_LATENCY_BUCKETS,
             registry=r,
         )
 
