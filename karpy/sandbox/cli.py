@@ -335,6 +335,14 @@ def _add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="cap on how long a graceful pod deletion takes (default: its grace period)",
     )
+    parser.add_argument(
+        "--scheduler-scoring",
+        choices=("LeastAllocated", "MostAllocated"),
+        default="LeastAllocated",
+        help="the kube-scheduler stand-in's NodeResourcesFit scoring strategy: "
+        "LeastAllocated spreads pods as kube-scheduler's default profile does, "
+        "MostAllocated packs them (default LeastAllocated)",
+    )
     _add_rbac_argument(parser)
     _add_cloud_arguments(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request (debug)")
@@ -358,6 +366,7 @@ async def _serve_cluster(args: argparse.Namespace) -> int:
         node_ready_delay=args.node_ready_delay,
         pod_start_delay=args.pod_start_delay,
         max_pod_grace_seconds=args.max_pod_grace_seconds,
+        scheduler_scoring=args.scheduler_scoring,
         rbac=args.rbac,
     )
     try:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from karpy.sandbox.apiserver.client import StoreClient
     from karpy.sandbox.apiserver.kinds import Kind
     from karpy.sandbox.apiserver.store import ChangeHook
+    from karpy.sandbox.cluster.scheduleone import Scoring
 
 log = logging.getLogger("karpy.sandbox.cluster")
 
@@ -62,6 +63,7 @@ class SandboxCluster:
         pod_start_delay: float = 0.5,
         max_pod_grace_seconds: float | None = None,
         scheduler_debounce: float = 0.1,
+        scheduler_scoring: Scoring = "LeastAllocated",
         orphan_pod_quarantine: float = 5.0,
         resync_seconds: float = 60.0,
         compaction_interval: float = 300.0,
@@ -71,7 +73,8 @@ class SandboxCluster:
         """``crd_dirs`` defaults to the repository's ``deploy/crds`` (what ``karpy sandbox
         apiserver`` loads); graceful pod deletions finish after the grace period, capped by
         ``max_pod_grace_seconds``; ``rbac`` makes the API server authorize every request
-        with RBAC (see `karpy.sandbox.apiserver.rbac`)."""
+        with RBAC (see `karpy.sandbox.apiserver.rbac`); ``scheduler_scoring`` is the
+        kube-scheduler stand-in's NodeResourcesFit strategy."""
         self.server = APIServer(
             host=host,
             port=port,
@@ -84,7 +87,9 @@ class SandboxCluster:
         )
         self.access = ClusterAccess(self.server)
         self.ownership = Ownership()
-        self.scheduler = KubeScheduler(self.access, debounce=scheduler_debounce)
+        self.scheduler = KubeScheduler(
+            self.access, debounce=scheduler_debounce, scoring=scheduler_scoring
+        )
         self.controllers = ControllerManager(
             self.access, self.ownership, orphan_pod_quarantine=orphan_pod_quarantine
         )

@@ -1,8 +1,8 @@
 """Does a pod's node selector and required node affinity accept a node?
 
 kube-scheduler's NodeAffinity filter and the DaemonSet controller's "should this node run
-the daemon" both ask this, of raw pod specs (`node_accepts`) or of karpy's pod records
-(`pod_accepts`): every ``nodeSelector`` pair must be a node label,
+the daemon" both ask this, of raw pod specs (`node_accepts`) or of the kube-scheduler
+stand-in's parsed pods (`info_accepts`): every ``nodeSelector`` pair must be a node label,
 and when ``requiredDuringSchedulingIgnoredDuringExecution`` is set, one of its terms must
 match — all of the term's ``matchExpressions`` on labels (``In``, ``NotIn``, ``Exists``,
 ``DoesNotExist``, ``Gt``, ``Lt``) and ``matchFields`` on ``metadata.name``. A term with no
@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-
-    from karpy.scheduling.pods import Pod
 
 
 def _integer(text: Any) -> int | None:
@@ -75,13 +73,17 @@ def node_accepts(pod_spec: Mapping[str, Any], labels: Mapping[str, str], name: s
     return any(term_matches(term, labels, name) for term in terms)
 
 
-def pod_accepts(pod: Pod, labels: Mapping[str, str]) -> bool:
-    """`node_accepts` for a pod record (its ``matchFields`` terms are not kept)."""
-    if any(labels.get(key) != value for key, value in pod.node_selector):
-        return False
-    if not pod.required_node_terms:
+def info_accepts(
+    node_selector: Mapping[str, str],
+    required_terms: Sequence[Mapping[str, Any]] | None,
+    labels: Mapping[str, str],
+    name: str,
+) -> bool:
+    """`node_accepts` for the kube-scheduler stand-in's parsed pod (``None``: no required
+    node affinity; an empty list of terms matches nothing)."""
+    for key, value in node_selector.items():
+        if labels.get(key) != value:
+            return False
+    if required_terms is None:
         return True
-    return any(
-        term and all(requirement_matches(labels.get(r.key), r.operator, r.values) for r in term)
-        for term in pod.required_node_terms
-    )
+    return any(term_matches(term, labels, name) for term in required_terms)

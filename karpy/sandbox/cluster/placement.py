@@ -1,79 +1,66 @@
 """One pass of the kube-scheduler stand-in: where do the pending pods go?
 
-The rules are karpy's own (`karpy.scheduling.solver.Scheduler`, with no NodePools, so only
-existing capacity is tried), which is the point: the sandbox's scheduler places pods
-exactly where karpy expects them to fit — resources, node selectors and affinity, taints
-(only ``NoSchedule``/``NoExecute``; ``PreferNoSchedule`` is a preference upstream),
-topology spread, pod (anti-)affinity, host ports, volumes. The capacity is every Ready,
-schedulable Node that is not being deleted, as unmanaged `ClusterNode`s; bound pods and
-the DaemonSet pods still to come take their room. Among nodes that fit, the first in
-name order wins (karpy's order), not kube-scheduler's least-allocated scoring.
+The stand-in judges karpy's plans, so it places pods by kube-scheduler's rules, never by
+karpy's: each pod goes through `scheduleone.Cycle` (filter, score, select, assume, as
+``pkg/scheduler/schedule_one.go``), one at a time in queue order (higher
+``spec.priority`` first, then older first, as the PrioritySort queue), each seeing the
+pods placed before it. The capacity is every Ready, schedulable Node that is not being
+deleted; bound pods take their room, and DaemonSet pods still to come take theirs
+(upstream they would preempt lower-priority pods; the sandbox's DaemonSet controller
+binds them directly, so their room is kept free instead).
 
 A pass runs off the event loop (``asyncio.to_thread``) on immutable inputs, and is made
 incremental so that 8,000 nodes joining one by one do not each cost a pass over 40,000
 pods against 8,000 nodes:
 
-1. **Full solve** — pods never tried (fresh), pods without the ``Unschedulable``
-   condition, and pods whose fit depends on other pods or volumes (spread, affinity,
-   claims) are placed against all schedulable nodes.
-2. **Incremental solve** — every other pending pod already failed against every node at
-   some earlier pass, so it is tried only against the *dirty* nodes (joined, changed or
-   freed since), and only as many pods of each group of identical pods as could fit
-   there (`offers`): a deployment of 4,000 pods offers a hundred to three new nodes, not
-   4,000. When room may be left over, the pass reports `PassResult.saturated` and the
-   dirty nodes are tried again.
+1. **Full** — pods never tried (fresh), pods without the ``Unschedulable`` condition,
+   and pods whose fit depends on other pods or volumes (spread, affinity, claims) are
+   scheduled against all schedulable nodes.
+2. **Incremental** — every other pending pod already failed against every node at some
+   earlier pass and its fit depends on the node alone, so it is tried only against the
+   *dirty* nodes (joined, changed or freed since).
 
-Records are projected from stored dicts and cached: a Node once per version
-(``node_from_dict``); a pod once per group of identical pods (namespace, labels,
-annotations, owners and spec but the node — a Deployment's pods are one group), every
-other pod of the group, and every later version of a pod, as a copy of that record with
-its own name, uid, node and status.
+Pods of one group (same namespace, labels, annotations, owners and spec but the node —
+a Deployment's pods) are alike: once one fits nowhere in a pass, the rest of the group
+is not tried again in that pass (they would fail for the same reasons; a later pass
+retries them). Records are parsed once per group and per node version.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import random
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
-from karpy.apis.labels import AWS_WELL_KNOWN_LABELS, LABEL_HOSTNAME
 from karpy.base.quantity import QuantityError
 from karpy.sandbox.cluster import facts
-from karpy.sandbox.cluster.offers import offer
-from karpy.sandbox.cluster.unschedulable import NodeCensus, explain
-from karpy.scheduling.context import build_context
-from karpy.scheduling.daemonsets import daemonset_pod, daemonset_pods
-from karpy.scheduling.nodes import cluster_nodes, node_from_dict
-from karpy.scheduling.pods import PodFormatError, pod_from_dict
-from karpy.scheduling.solver import ClusterSnapshot, Scheduler
-from karpy.scheduling.volumelimits import attach_limits_from_dict
-from karpy.scheduling.volumes import (
-    VolumeCatalog,
-    pv_from_dict,
-    pvc_from_dict,
-    storage_class_from_dict,
+from karpy.sandbox.cluster.kubepod import (
+    NodeSpec,
+    PodInfo,
+    first_untolerated,
+    like,
+    node_spec,
+    pod_info,
 )
+from karpy.sandbox.cluster.kubevolumes import VolumeView
+from karpy.sandbox.cluster.nodematch import node_accepts
+from karpy.sandbox.cluster.scheduleone import HARD_EFFECTS, Cycle, Scoring
+from karpy.sandbox.cluster.unschedulable import NoFit, excluded
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections import Counter
 
     from karpy.sandbox.apiserver.store import Entry, Key
     from karpy.sandbox.cluster.schedulingstate import PassInput
-    from karpy.scheduling.nodes import Node
-    from karpy.scheduling.pods import Pod
-    from karpy.scheduling.results import Results
 
 log = logging.getLogger("karpy.sandbox.cluster")
 
-# Labels pods may select on besides Karpenter's: the provider's, and the hostname (which
-# karpy refuses in NodePool requirements but kube-scheduler honours on existing nodes).
-PROVIDER_LABELS: Final = AWS_WELL_KNOWN_LABELS | {LABEL_HOSTNAME}
-IGNORED: Final = "ignored by karpenter: "
-_PARSE_ERRORS = (PodFormatError, QuantityError, ValueError, TypeError, KeyError, AttributeError)
+_PARSE_ERRORS = (QuantityError, ValueError, TypeError, KeyError, AttributeError)
 
 
 @attrs.frozen(slots=True)
@@ -110,38 +97,21 @@ class Failure:
 class PassResult:
     placements: tuple[Placement, ...] = ()
     failures: tuple[Failure, ...] = ()
-    saturated: bool = False  # some group filled all it offered: try the dirty nodes again
-    retry: tuple[Key, ...] = ()  # pods the solver's time budget left out
-    full: int = 0  # pods solved against every node
-    incremental: int = 0  # pods solved against the dirty nodes
+    saturated: bool = False  # kept for the loop's contract: passes now run to completion
+    retry: tuple[Key, ...] = ()
+    full: int = 0  # pods scheduled against every node
+    incremental: int = 0  # pods tried against the dirty nodes (a failed group tries once)
     seconds: float = 0.0
 
 
 class _PodRecord:
-    __slots__ = ("entry", "group", "pod", "problem")
+    __slots__ = ("entry", "group", "info", "problem")
 
-    def __init__(self, entry: Entry, pod: Pod | None, problem: str) -> None:
+    def __init__(self, entry: Entry, info: PodInfo | None, problem: str) -> None:
         self.entry = entry
-        self.pod = pod
+        self.info = info
         self.problem = problem
         self.group = -1
-
-
-@attrs.define
-class _Outcome:
-    """What the solves of a pass decided, pooled."""
-
-    placements: list[tuple[Pod, str]] = attrs.Factory(list)
-    failed: dict[int, tuple[_PodRecord, str]] = attrs.Factory(dict)  # by id(pod)
-    deferred: list[Key] = attrs.Factory(list)
-
-    def collect(self, results: Results, records: Sequence[_PodRecord]) -> None:
-        by_id = {id(r.pod): r for r in records}
-        for existing in results.existing_nodes:
-            self.placements.extend((pod, existing.name) for pod in existing.pods)
-        for item in results.unschedulable:
-            self.failed[id(item.pod)] = (by_id[id(item.pod)], item.render())
-        self.deferred.extend((p.namespace, p.name) for p in results.deferred)
 
 
 def _key(entry: Entry) -> Key:
@@ -149,54 +119,28 @@ def _key(entry: Entry) -> Key:
     return (meta["namespace"], meta["name"])
 
 
-def _like(prototype: Pod, obj: facts.Obj) -> Pod:
-    """A pod of ``prototype``'s group: its own identity, node and status."""
-    meta = obj["metadata"]
-    return attrs.evolve(
-        prototype,
-        name=str(meta.get("name", "")),
-        uid=str(meta.get("uid") or ""),
-        creation_timestamp=str(meta.get("creationTimestamp") or ""),
-        node_name=facts.node_name(obj),
-        phase=facts.pod_phase(obj),
-        terminating=facts.is_deleting(obj),
-        unschedulable_condition=any(
-            c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
-            for c in facts.status(obj).get("conditions") or ()
-        ),
-        nominated_node_name=str(facts.status(obj).get("nominatedNodeName") or ""),
-    )
-
-
-def _parsed(parse: Callable[[Any], Any], entries: Iterable[Entry]) -> list[Any]:
-    """Each entry parsed; unusable objects are logged and left out of the pass."""
-    out = []
-    for entry in entries:
-        try:
-            out.append(parse(entry.obj))
-        except _PARSE_ERRORS as exc:
-            log.warning("scheduler: ignoring %s: %s", entry.obj["metadata"].get("name"), exc)
-    return out
+def _queue_order(record: _PodRecord) -> tuple[int, str, str]:
+    obj = record.entry.obj
+    priority = facts.spec(obj).get("priority") or 0
+    meta = facts.meta(obj)
+    return (-int(priority), str(meta.get("creationTimestamp") or ""), str(meta.get("name", "")))
 
 
 class Planner:
-    """Turns a pass's inputs into bindings and messages; owns the projection caches."""
+    """Turns a pass's inputs into bindings and messages; owns the parse caches."""
 
-    def __init__(self) -> None:
-        self.context = build_context([], [], provider_labels=PROVIDER_LABELS)
+    def __init__(self, *, scoring: Scoring = "LeastAllocated", seed: int = 0) -> None:
+        self.scoring: Scoring = scoring
+        self.rng = random.Random(seed)
         self._pods: dict[Key, _PodRecord] = {}
-        self._nodes: dict[str, tuple[Entry, Node]] = {}
+        self._nodes: dict[str, tuple[Entry, NodeSpec]] = {}
         self._groups: dict[bytes, int] = {}
-        self._prototypes: dict[int, Pod] = {}
+        self._prototypes: dict[int, PodInfo] = {}
 
-    # -- projections -------------------------------------------------------------------
+    # -- parsing -----------------------------------------------------------------------
 
     def record(self, entry: Entry) -> _PodRecord:
-        """The pod's record: parsed once per group of identical pods, then copied.
-
-        Pods of one ReplicaSet or DaemonSet differ only in name, uid, creation time, node
-        and status; their group (namespace, labels, annotations, owners and spec but the
-        node) is also what makes them interchangeable when pods are offered."""
+        """The pod's record: parsed once per group of identical pods, then copied."""
         key = _key(entry)
         cached = self._pods.get(key)
         if cached is not None and cached.entry is entry:
@@ -218,17 +162,17 @@ class Planner:
             prototype = self._prototypes.get(group)
             if prototype is None:
                 record = self._parse(entry)
-                if record.pod is not None:
-                    self._prototypes[group] = record.pod
+                if record.info is not None:
+                    self._prototypes[group] = record.info
             else:
-                record = _PodRecord(entry, _like(prototype, obj), "")
+                record = _PodRecord(entry, like(prototype, obj), "")
             record.group = group
         self._pods[key] = record
         return record
 
     def _parse(self, entry: Entry) -> _PodRecord:
         try:
-            return _PodRecord(entry, pod_from_dict(entry.obj), "")
+            return _PodRecord(entry, pod_info(entry.obj), "")
         except _PARSE_ERRORS as exc:
             return _PodRecord(entry, None, f"invalid pod: {exc}")
 
@@ -238,16 +182,12 @@ class Planner:
             hashlib.blake2b(shape, digest_size=16).digest(), len(self._groups)
         )
 
-    def node(self, entry: Entry) -> Node:
+    def node(self, entry: Entry) -> NodeSpec:
         name = entry.obj["metadata"]["name"]
         cached = self._nodes.get(name)
         if cached is not None and cached[0] is entry:
             return cached[1]
-        node = node_from_dict(entry.obj)
-        if any(t.effect == "PreferNoSchedule" for t in node.taints):
-            node = attrs.evolve(
-                node, taints=tuple(t for t in node.taints if t.effect != "PreferNoSchedule")
-            )
+        node = node_spec(entry.obj)
         self._nodes[name] = (entry, node)
         return node
 
@@ -270,170 +210,155 @@ class Planner:
     def plan(self, inputs: PassInput, around: Surroundings) -> PassResult:
         started = time.perf_counter()
         self._forget(inputs)
-        nodes = [(e, self.node(e)) for e in inputs.nodes]
-        schedulable = [n for e, n in nodes if facts.node_is_schedulable(e.obj)]
-        dirty = [n for n in schedulable if n.name in inputs.dirty]
+        nodes = [self.node(e) for e in inputs.nodes]
+        dirty = sorted(n.name for n in nodes if n.schedulable and n.name in inputs.dirty)
         full, retry, broken = self._sort_pending(inputs)
         if not full and not broken and not (retry and dirty):
             return PassResult(seconds=time.perf_counter() - started)  # nothing can change
-        bound = [r.pod for e in inputs.bound if (r := self.record(e)).pod is not None]
-        base = self._snapshot(nodes, bound, around)
-        outcome = _Outcome()
-        if full:
-            capacity = tuple(cluster_nodes(schedulable, []))
-            outcome.collect(self._solve(attrs.evolve(base, capacity=capacity), full), full)
-        offered: list[_PodRecord] = []
-        saturated = False
+        bound = [
+            r.info
+            for e in inputs.bound
+            if (r := self.record(e)).info is not None and not facts.pod_is_terminal(e.obj)
+        ]
+        cycle = Cycle(
+            nodes,
+            bound,
+            reserved=_daemonset_room(nodes, bound, around.daemonsets),
+            namespace_labels=_namespace_labels(around.namespaces),
+            volumes=VolumeView.build(around.claims, around.volumes, around.classes),
+            scoring=self.scoring,
+            rng=self.rng,
+        )
+        placements: list[Placement] = []
+        failed: list[tuple[_PodRecord, NoFit]] = []
+        self._run(cycle, full, None, placements, failed)
+        tried = 0
         if retry and dirty:
-            offered, saturated = self._incremental(base, bound, dirty, retry, outcome)
+            among = [cycle.states[name] for name in dirty]
+            tried = self._run(cycle, retry, among, placements, failed)
         return PassResult(
-            placements=tuple(
-                Placement(p.namespace, p.name, p.uid, node) for p, node in outcome.placements
-            ),
-            failures=self._failures(nodes, bound, outcome, broken),
-            saturated=saturated,
-            retry=tuple(outcome.deferred),
+            placements=tuple(placements),
+            failures=self._failures(inputs, failed, broken),
             full=len(full),
-            incremental=len(offered),
+            incremental=tried,
             seconds=time.perf_counter() - started,
         )
+
+    @staticmethod
+    def _run(
+        cycle: Cycle,
+        records: list[_PodRecord],
+        among: Any,
+        placements: list[Placement],
+        failed: list[tuple[_PodRecord, NoFit]],
+    ) -> int:
+        """Schedule ``records`` in queue order; how many went through a cycle."""
+        hopeless: dict[int, NoFit] = {}
+        tried = 0
+        for record in sorted(records, key=_queue_order):
+            info = record.info
+            assert info is not None
+            known = hopeless.get(record.group)
+            outcome: str | NoFit
+            if known is None:
+                tried += 1
+                outcome = cycle.schedule(info, among)
+            else:
+                outcome = known
+            if isinstance(outcome, str):
+                placements.append(Placement(info.namespace, info.name, info.uid, outcome))
+            else:
+                hopeless[record.group] = outcome
+                failed.append((record, outcome))
+        return tried
 
     def _sort_pending(
         self, inputs: PassInput
     ) -> tuple[list[_PodRecord], list[_PodRecord], list[_PodRecord]]:
-        """Pending pods for the full solve, for the incremental one, and unparseable ones."""
+        """Pending pods for the full pass, for the incremental one, and unparseable ones."""
         full: list[_PodRecord] = []
         retry: list[_PodRecord] = []
         broken: list[_PodRecord] = []
         for entry in inputs.pending:
             record = self.record(entry)
-            pod = record.pod
-            if pod is None:
+            info = record.info
+            if info is None:
                 broken.append(record)
             elif (
                 inputs.everything_fresh
                 or _key(entry) in inputs.fresh
-                or not pod.unschedulable_condition
-                or _constrained(pod)
+                or not facts.marked_unschedulable(entry.obj)
+                or info.constrained
             ):
                 full.append(record)
             else:
                 retry.append(record)
         return full, retry, broken
 
-    def _incremental(
-        self,
-        base: ClusterSnapshot,
-        bound: list[Pod],
-        dirty: list[Node],
-        retry: list[_PodRecord],
-        outcome: _Outcome,
-    ) -> tuple[list[_PodRecord], bool]:
-        """Failed pods against the dirty nodes: the pods offered, and whether room may be
-        left for more."""
-        names = {n.name for n in dirty}
-        placed = [attrs.evolve(p, node_name=node) for p, node in outcome.placements]
-        # Pods on the dirty nodes take room; anti-affinity anywhere can keep pods out.
-        near = [p for p in (*bound, *placed) if p.node_name in names or p.required_anti_affinity]
-        groups: dict[int, list[Pod]] = {}
-        by_id: dict[int, _PodRecord] = {}
-        for record in retry:
-            assert record.pod is not None
-            groups.setdefault(record.group, []).append(record.pod)
-            by_id[id(record.pod)] = record
-        for members in groups.values():
-            members.sort(key=lambda p: (p.creation_timestamp, p.name))
-        chosen = offer(groups, dirty, near)
-        offered = [by_id[id(pod)] for pod in chosen.pods]
-        if not offered:
-            return offered, False
-        before = len(outcome.placements)
-        capacity = tuple(cluster_nodes(dirty, []))
-        snapshot = attrs.evolve(base, capacity=capacity, bound_pods=tuple(near))
-        outcome.collect(self._solve(snapshot, offered), offered)
-        groups_placed = (by_id[id(p)].group for p, _ in outcome.placements[before:])
-        return offered, chosen.more_may_fit(groups_placed)
-
-    def _solve(self, snapshot: ClusterSnapshot, records: Sequence[_PodRecord]) -> Results:
-        pods = [r.pod for r in records if r.pod is not None]
-        return Scheduler(self.context, snapshot).solve(pods)
-
-    def _snapshot(
-        self, nodes: list[tuple[Entry, Node]], bound: list[Pod], around: Surroundings
-    ) -> ClusterSnapshot:
-        usable = [e.obj for e in around.daemonsets if _parsed(daemonset_pod, [e])]
-        daemon_pods = daemonset_pods(usable, [p for p in bound if p.is_daemonset_pod])
-        namespaces = {
-            str(e.obj["metadata"]["name"]): {
-                **facts.labels(e.obj),
-                "kubernetes.io/metadata.name": str(e.obj["metadata"]["name"]),
-            }
-            for e in around.namespaces
-        }
-        volumes = VolumeCatalog.build(
-            _parsed(pvc_from_dict, around.claims),
-            _parsed(pv_from_dict, around.volumes),
-            _parsed(storage_class_from_dict, around.classes),
-            dict(_parsed(attach_limits_from_dict, around.csinodes)),
-        )
-        return ClusterSnapshot(
-            nodes=tuple(n for _, n in nodes),
-            bound_pods=tuple(bound),
-            daemonset_pods=tuple(daemon_pods),
-            namespaces=namespaces,
-            volumes=volumes,
-        )
-
+    @staticmethod
     def _failures(
-        self,
-        nodes: list[tuple[Entry, Node]],
-        bound: list[Pod],
-        outcome: _Outcome,
+        inputs: PassInput,
+        failed: list[tuple[_PodRecord, NoFit]],
         broken: list[_PodRecord],
     ) -> tuple[Failure, ...]:
         """Messages for the pods that do not carry ``Unschedulable`` yet."""
-        todo = [
-            (r, why)
-            for r, why in outcome.failed.values()
+        todo = [(r, fit) for r, fit in failed if not facts.marked_unschedulable(r.entry.obj)]
+        todo += [
+            (r, NoFit(prefilter=f"the sandbox scheduler cannot place this pod: {r.problem}"))
+            for r in broken
             if not facts.marked_unschedulable(r.entry.obj)
         ]
-        todo += [(r, r.problem) for r in broken if not facts.marked_unschedulable(r.entry.obj)]
         if not todo:
             return ()
-        used: dict[str, dict[str, int]] = {}
-        active = ((p, p.node_name) for p in bound if not p.is_terminal)
-        for pod, node in [*active, *outcome.placements]:
-            node_used = used.setdefault(node, {})
-            for resource, value in pod.requests.items():
-                node_used[resource] = node_used.get(resource, 0) + value
-        census = NodeCensus.take(nodes, used)
-        by_group: dict[int, str] = {}
+        total = len(inputs.nodes)
+        outside: Counter[str] = excluded(inputs.nodes)
         out = []
-        for record, why in todo:
-            obj = record.entry.obj
-            if record.pod is None or why.startswith(IGNORED):
-                problem = why.removeprefix(IGNORED)
-                message = (
-                    f"0/{census.total} nodes are available: the sandbox scheduler cannot place "
-                    f"this pod: {problem}."
-                )
-            else:
-                group = record.group
-                if group not in by_group:
-                    by_group[group] = explain(record.pod, census)
-                message = by_group[group]
-            meta = obj["metadata"]
+        for record, fit in todo:
+            meta = record.entry.obj["metadata"]
+            message = fit.render(total, outside)
             out.append(Failure(meta["namespace"], meta["name"], str(meta.get("uid", "")), message))
         return tuple(out)
 
 
-def _constrained(pod: Pod) -> bool:
-    """Its fit can change with pods or volumes anywhere: always tried against all nodes."""
-    return bool(
-        pod.topology_spread
-        or pod.required_affinity
-        or pod.preferred_affinity
-        or pod.required_anti_affinity
-        or pod.preferred_anti_affinity
-        or pod.volumes
-    )
+def _namespace_labels(namespaces: tuple[Entry, ...]) -> dict[str, dict[str, str]]:
+    return {
+        str(e.obj["metadata"]["name"]): {
+            **facts.labels(e.obj),
+            "kubernetes.io/metadata.name": str(e.obj["metadata"]["name"]),
+        }
+        for e in namespaces
+    }
+
+
+def _daemonset_room(
+    nodes: list[NodeSpec], bound: list[PodInfo], daemonsets: tuple[Entry, ...]
+) -> dict[str, list[PodInfo]]:
+    """The DaemonSet pods each schedulable node will get but has not yet."""
+    if not daemonsets:
+        return {}
+    running = {(p.node_name, p.controller_uid) for p in bound if p.controller_uid}
+    out: dict[str, list[PodInfo]] = {}
+    for entry in daemonsets:
+        obj = entry.obj
+        template = facts.spec(obj).get("template") or {}
+        meta = facts.meta(obj)
+        try:
+            pod = pod_info({
+                "metadata": {**(template.get("metadata") or {}),
+                             "namespace": meta.get("namespace"), "name": meta.get("name")},
+                "spec": template.get("spec") or {},
+            })  # fmt: skip
+        except _PARSE_ERRORS as exc:
+            log.warning("scheduler: ignoring daemonset %s: %s", meta.get("name"), exc)
+            continue
+        uid = facts.uid(obj)
+        spec = template.get("spec") or {}
+        for node in nodes:
+            if not node.schedulable or (node.name, uid) in running:
+                continue
+            if not node_accepts(spec, node.labels, node.name):
+                continue
+            if first_untolerated(node.taints, pod.tolerations, HARD_EFFECTS) is not None:
+                continue
+            out.setdefault(node.name, []).append(pod)
+    return out

@@ -1,4 +1,4 @@
-"""The kube-scheduler stand-in: batches of pending pods, bound where karpy's rules fit them.
+"""The kube-scheduler stand-in: batches of pending pods, bound where kube-scheduler would.
 
 Upstream schedules one pod at a time from a priority queue; this stand-in works in
 passes, which is what lets it keep up with 40,000 pods in one Python process:
@@ -6,8 +6,9 @@ passes, which is what lets it keep up with 40,000 pods in one Python process:
 1. Something relevant happens (a pod to schedule appears, a node joins or changes, a
    bound pod goes away) and the store hook sets the wake-up event (`SchedulingState`).
 2. After ``debounce`` seconds (more events join the same pass), the pass takes an
-   immutable snapshot and plans on a worker thread (`placement.Planner`), so the event
-   loop keeps serving the API meanwhile.
+   immutable snapshot and plans on a worker thread (`placement.Planner`, which runs
+   kube-scheduler's filter, score and select cycle for each pod, `scheduleone`), so the
+   event loop keeps serving the API meanwhile.
 3. Back on the loop, it binds each placed pod through the binding subresource (uid
    precondition; a pod that changed or went away meanwhile is skipped, as a real
    scheduler's bind would fail), and gives each pod that fits nowhere
@@ -16,9 +17,10 @@ passes, which is what lets it keep up with 40,000 pods in one Python process:
    unschedulable costs one write, not one per pass. Writes go in slices of 20 ms that
    yield to the event loop in between.
 
-Not modelled: priorities and preemption, ``nominatedNodeName``, scheduling gates beyond
-"wait until none are left", other schedulers' pods (``schedulerName`` other than
-``default-scheduler`` are left alone), extenders and scoring.
+Not modelled: preemption, ``nominatedNodeName``, scheduling gates beyond "wait until none
+are left", other schedulers' pods (``schedulerName`` other than ``default-scheduler`` are
+left alone), extenders and the cluster-level default spread constraints. Priorities only
+order the queue.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from karpy.sandbox.apiserver.kinds import Kind
     from karpy.sandbox.apiserver.store import Change
     from karpy.sandbox.cluster.access import ClusterAccess
+    from karpy.sandbox.cluster.scheduleone import Scoring
 
 log = logging.getLogger("karpy.sandbox.cluster")
 
@@ -55,11 +58,20 @@ _SURROUNDINGS = {
 
 
 class KubeScheduler:
-    def __init__(self, access: ClusterAccess, *, debounce: float = 0.1) -> None:
+    def __init__(
+        self,
+        access: ClusterAccess,
+        *,
+        debounce: float = 0.1,
+        scoring: Scoring = "LeastAllocated",
+        seed: int = 0,
+    ) -> None:
+        """``scoring`` is NodeResourcesFit's strategy; ``seed`` drives the random choice
+        among nodes that score the same (upstream's ``selectHost``)."""
         self.access = access
         self.debounce = debounce
         self.state = SchedulingState()
-        self.planner = Planner()
+        self.planner = Planner(scoring=scoring, seed=seed)
         self.passes = 0
         self.last: PassResult | None = None
         self.longest_pass = 0.0  # seconds, planning and writing (for benchmarks)

@@ -7,13 +7,12 @@ import re
 from typing import Any
 
 from karpy.sandbox.apiserver.store import Entry
+from karpy.sandbox.cluster.kubepod import node_spec, pod_info
 from karpy.sandbox.cluster.nodematch import node_accepts
-from karpy.sandbox.cluster.offers import offer
 from karpy.sandbox.cluster.podtemplate import safe_encode, template_hash, without_hash_label
 from karpy.sandbox.cluster.replicasets import pods_to_delete
-from karpy.sandbox.cluster.unschedulable import NodeCensus, explain
-from karpy.scheduling.nodes import node_from_dict
-from karpy.scheduling.pods import Pod, pod_from_dict
+from karpy.sandbox.cluster.scheduleone import Cycle
+from karpy.sandbox.cluster.unschedulable import NoFit, excluded
 from tests import factories as f
 
 
@@ -93,33 +92,12 @@ def test_unschedulable_message_counts_the_first_failure_per_node():
         f.node("full", labels={"zone": "a"}, allocatable={"cpu": "4", "pods": "1"}),
         f.node("elsewhere", labels={"zone": "b"}, allocatable={"cpu": "4", "pods": "9"}),
     ]
-    census = NodeCensus.take([(Entry(n), node_from_dict(n)) for n in nodes], {"full": {"pods": 1}})
-    pod = pod_from_dict(f.pod(requests={"cpu": "2"}, node_selector={"zone": "a"}))
-    assert explain(pod, census) == (
+    occupant = pod_info(f.pod("occupant", node_name="full"))
+    cycle = Cycle([node_spec(n) for n in nodes], [occupant])
+    verdict = cycle.schedule(pod_info(f.pod(requests={"cpu": "2"}, node_selector={"zone": "a"})))
+    assert isinstance(verdict, NoFit)
+    assert verdict.render(len(nodes), excluded([Entry(n) for n in nodes])) == (
         "0/5 nodes are available: 1 Insufficient cpu, 1 Too many pods, 1 node(s) didn't match "
         "Pod's node affinity/selector, 1 node(s) had untolerated taint {gpu: true}, "
-        "1 node(s) were not ready."
+        "1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }."
     )
-
-
-def _pods(count: int, cpu: str, **options: Any) -> list[Pod]:
-    return [pod_from_dict(f.pod(requests={"cpu": cpu}, **options)) for _ in range(count)]
-
-
-def test_offers_give_bigger_pods_the_room_first_and_every_group_one_try():
-    nodes = [node_from_dict(f.node(f"n{i}", allocatable={"cpu": "4", "pods": "110"}))
-             for i in range(2)]  # fmt: skip
-    big, small = _pods(10, "2"), _pods(10, "500m")
-    chosen = offer({1: small, 2: big}, nodes, near=[])
-    assert chosen.pods == (*big[:4], small[0])
-    assert chosen.cut == {2: 4, 1: 1}
-    assert chosen.more_may_fit([2, 2, 2, 2])  # every big pod offered was placed
-    assert not chosen.more_may_fit([2, 2, 2])
-
-
-def test_offers_skip_groups_that_fit_no_dirty_node():
-    nodes = [node_from_dict(f.node("n0", taints=[f.taint("gpu")], allocatable={"cpu": "4"}))]
-    assert offer({1: _pods(3, "1")}, nodes, near=[]).pods == ()
-    bound = pod_from_dict(f.pod(requests={"cpu": "4"}, node_name="n1"))
-    free = [node_from_dict(f.node("n1", allocatable={"cpu": "4", "pods": "9"}))]
-    assert offer({1: _pods(3, "1")}, free, near=[bound]).pods == ()

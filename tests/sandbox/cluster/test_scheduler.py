@@ -68,7 +68,9 @@ async def test_pods_fit_only_on_ready_schedulable_nodes(cluster):
     store.create("pods", f.pod("p", requests={"cpu": "100m"}))
     pod = await eventually(lambda: unschedulable(p := store.get("pods", "p", "default")) and p)
     assert condition(pod, "PodScheduled")["message"] == (
-        "0/2 nodes are available: 1 node(s) were not ready, 1 node(s) were unschedulable."
+        "0/2 nodes are available: "
+        "1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, "
+        "1 node(s) were unschedulable."
     )
     assert not node_ready(cluster, "stopped")
 
