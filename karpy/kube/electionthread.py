@@ -224,8 +224,19 @@ class ThreadedLeaderElector:
                 core._set_leading(False)
                 link.main.call_soon_threadsafe(self._lose, link, error)
                 return
-            await _cancel([renewing])
+            await _cancel_surely(renewing)
             await core._release()
+
+
+async def _cancel_surely(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` and wait for it to end. On Python 3.11 ``asyncio.wait_for`` loses a
+    cancellation that arrives as its inner request completes (the renewal loop then just
+    goes on renewing), so cancel again until it has ended."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait([task], timeout=0.1)
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        task.result()
 
 
 async def _first_of(*waits: Any) -> bool:
