@@ -132,6 +132,11 @@ class PodInfo:
     host_ports: tuple[tuple[str, str, int], ...]
     claims: tuple[str, ...]
     controller_uid: str = ""
+    request_items: tuple[tuple[str, int], ...] = attrs.field(init=False)
+
+    @request_items.default
+    def _request_items(self) -> tuple[tuple[str, int], ...]:
+        return tuple((r, v) for r, v in self.requests.items() if v)
 
     @property
     def constrained(self) -> bool:

@@ -79,34 +79,42 @@ def taint_reason(taint_key: str, taint_value: str) -> str:
 
 
 class NodeState:
-    """A schedulable node's room during a pass: what its pods request, ports in use."""
+    """A schedulable node's room during a pass: what is free, ports in use."""
 
-    __slots__ = ("nonzero_cpu", "nonzero_memory", "pods", "ports", "requested", "spec")
+    __slots__ = (
+        "alloc_cpu", "alloc_memory", "free", "free_pods", "nonzero_cpu", "nonzero_memory",
+        "ports", "spec",
+    )  # fmt: skip
 
     def __init__(self, spec: NodeSpec) -> None:
         self.spec = spec
-        self.requested: dict[str, int] = {}
+        self.free = dict(spec.allocatable)
+        self.free_pods = spec.allocatable.get(PODS, 0) // 1000
+        self.alloc_cpu = spec.allocatable.get(CPU, 0)
+        self.alloc_memory = spec.allocatable.get(MEMORY, 0)
         self.nonzero_cpu = 0
         self.nonzero_memory = 0
-        self.pods = 0
         self.ports: set[tuple[str, str, int]] = set()
 
     def add(self, pod: PodInfo) -> None:
+        free = self.free
         for resource, value in pod.requests.items():
-            self.requested[resource] = self.requested.get(resource, 0) + value
+            free[resource] = free.get(resource, 0) - value
         self.nonzero_cpu += pod.nonzero_cpu
         self.nonzero_memory += pod.nonzero_memory
-        self.pods += 1
+        self.free_pods -= 1
         self.ports.update(pod.host_ports)
 
-    def short_of(self, pod: PodInfo) -> list[str]:
+    def short_of(self, pod: PodInfo) -> list[str] | None:
         """NodeResourcesFit's reasons, every resource the pod does not fit in."""
-        allocatable = self.spec.allocatable
-        out = []
-        if self.pods + 1 > allocatable.get(PODS, 0) // 1000:
-            out.append(TOO_MANY_PODS)
-        for resource, value in pod.requests.items():
-            if value and self.requested.get(resource, 0) + value > allocatable.get(resource, 0):
+        out = None
+        if self.free_pods < 1:
+            out = [TOO_MANY_PODS]
+        free = self.free
+        for resource, value in pod.request_items:
+            if value > free.get(resource, 0):
+                if out is None:
+                    out = []
                 out.append(f"Insufficient {resource}")
         return out
 
@@ -259,7 +267,7 @@ class Cycle:
         self, pod: PodInfo, feasible: list[NodeState], tables: list[DomainCounts]
     ) -> NodeState:
         specs = [n.spec for n in feasible]
-        totals = [self._fit(pod, n) + self._balanced(pod, n) for n in feasible]
+        totals = self._resource_scores(pod, feasible)
         for weight, plugin in (
             (3, _taint_scores(pod, specs)),
             (2, _node_affinity_scores(pod, specs)),
@@ -273,30 +281,30 @@ class Cycle:
         ties = [n for n, t in zip(feasible, totals, strict=True) if t == best]
         return ties[0] if len(ties) == 1 else self.rng.choice(ties)
 
-    def _fit(self, pod: PodInfo, node: NodeState) -> float:
-        allocatable = node.spec.allocatable
-        score = 0
-        for requested, capacity in (
-            (node.nonzero_cpu + pod.nonzero_cpu, allocatable.get(CPU, 0)),
-            (node.nonzero_memory + pod.nonzero_memory, allocatable.get(MEMORY, 0)),
-        ):
-            if capacity <= 0:
-                continue
-            if self.scoring == "MostAllocated":
-                score += min(requested, capacity) * MAX_SCORE // capacity
-            elif requested <= capacity:
-                score += (capacity - requested) * MAX_SCORE // capacity
-        return score / 2
-
-    @staticmethod
-    def _balanced(pod: PodInfo, node: NodeState) -> float:
-        allocatable = node.spec.allocatable
-        cpu, memory = allocatable.get(CPU, 0), allocatable.get(MEMORY, 0)
-        if cpu <= 0 or memory <= 0:
-            return 0.0
-        f_cpu = min(1.0, (node.nonzero_cpu + pod.nonzero_cpu) / cpu)
-        f_memory = min(1.0, (node.nonzero_memory + pod.nonzero_memory) / memory)
-        return (1 - abs(f_cpu - f_memory) / 2) * MAX_SCORE
+    def _resource_scores(self, pod: PodInfo, feasible: list[NodeState]) -> list[float]:
+        """NodeResourcesFit (weight 1) plus NodeResourcesBalancedAllocation (weight 1),
+        both on the non-zero requests of CPU and memory (weights 1 each)."""
+        pod_cpu, pod_memory = pod.nonzero_cpu, pod.nonzero_memory
+        most = self.scoring == "MostAllocated"
+        out = []
+        for node in feasible:
+            fit = 0
+            fractions = []
+            for requested, capacity in (
+                (node.nonzero_cpu + pod_cpu, node.alloc_cpu),
+                (node.nonzero_memory + pod_memory, node.alloc_memory),
+            ):
+                if capacity <= 0:
+                    fractions.append(1.0)
+                    continue
+                if most:
+                    fit += min(requested, capacity) * MAX_SCORE // capacity
+                elif requested <= capacity:
+                    fit += (capacity - requested) * MAX_SCORE // capacity
+                fractions.append(min(1.0, requested / capacity))
+            balanced = (1 - abs(fractions[0] - fractions[1]) / 2) * MAX_SCORE
+            out.append(fit / 2 + balanced)
+        return out
 
     def assume(self, pod: PodInfo, node_name: str) -> None:
         """``pod`` now runs on ``node_name``: its room, counts and affinity see it."""
