@@ -68,6 +68,8 @@ class AffinityIndex:
             if p.anti_affinity
         ]
         self._states: dict[tuple[object, ...], AffinityState] = {}
+        # The preferred terms' weights per (key, value), per distinct set of terms.
+        self._preferred: dict[tuple[tuple[AffinityTerm, int], ...], Counter[Pair]] = {}
 
     def state(self, pod: PodInfo) -> AffinityState:
         signature = (
@@ -105,6 +107,8 @@ class AffinityIndex:
                 state.anti[(term.key, value)] += 1
 
     def assume(self, pod: PodInfo, node: NodeSpec) -> None:
+        for terms, per_pair in self._preferred.items():
+            self._weigh(per_pair, terms, pod, node)
         if pod.anti_affinity:
             self.anti_pods.append((pod, node))
         for state in self._states.values():
@@ -140,27 +144,43 @@ class AffinityIndex:
         return None
 
     def scores(self, pod: PodInfo, feasible: list[NodeSpec]) -> list[float]:
-        terms: list[tuple[AffinityTerm, int]] = [
-            *((t, t.weight) for t in pod.preferred_affinity),
-            *((t, -t.weight) for t in pod.preferred_anti_affinity),
-        ]
+        terms = _weighted(pod)
         if not terms:
             return [0.0] * len(feasible)
-        per_pair: Counter[Pair] = Counter()
-        for name, pods in self.pods_by_node.items():
-            node = self.nodes.get(name)
-            if node is None:
-                continue
-            for existing in pods:
-                for term, weight in terms:
-                    value = node.labels.get(term.key)
-                    if value is not None and term.matches(existing, self.namespace_labels):
-                        per_pair[(term.key, value)] += weight
-        raw = [
-            float(sum(v for (k, value), v in per_pair.items() if n.labels.get(k) == value))
-            for n in feasible
-        ]
+        per_pair = self._preferred.get(terms)
+        if per_pair is None:
+            per_pair = self._preferred[terms] = Counter()
+            for name, pods in self.pods_by_node.items():
+                node = self.nodes.get(name)
+                if node is not None:
+                    for existing in pods:
+                        self._weigh(per_pair, terms, existing, node)
+        raw = []
+        for n in feasible:
+            labels = n.labels
+            raw.append(
+                float(sum(v for (k, value), v in per_pair.items() if labels.get(k) == value))
+            )
         low, high = min(raw), max(raw)
         if high == low:
             return [0.0] * len(feasible)
         return [100.0 * (s - low) / (high - low) for s in raw]
+
+    def _weigh(
+        self,
+        per_pair: Counter[Pair],
+        terms: tuple[tuple[AffinityTerm, int], ...],
+        existing: PodInfo,
+        node: NodeSpec,
+    ) -> None:
+        for term, weight in terms:
+            value = node.labels.get(term.key)
+            if value is not None and term.matches(existing, self.namespace_labels):
+                per_pair[(term.key, value)] += weight
+
+
+def _weighted(pod: PodInfo) -> tuple[tuple[AffinityTerm, int], ...]:
+    return (
+        *((t, t.weight) for t in pod.preferred_affinity),
+        *((t, -t.weight) for t in pod.preferred_anti_affinity),
+    )

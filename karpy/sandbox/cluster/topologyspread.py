@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from karpy.sandbox.cluster.kubepod import first_untolerated
 from karpy.sandbox.cluster.nodematch import info_accepts
@@ -110,6 +110,11 @@ class SpreadState:
         self.nodes = list(nodes)
         self.pods_by_node = pods_by_node
         self._tables: dict[tuple[object, ...], DomainCounts] = {}
+        # Per node, its countable (not terminating) pods by (namespace, labels): a selector
+        # is matched once per distinct label set, not once per pod. Built on first use.
+        self._kinds: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], list[Any]]] | None = (
+            None
+        )
 
     def tables(self, pod: PodInfo) -> list[DomainCounts]:
         """One table per constraint of ``pod``, built on first use."""
@@ -130,19 +135,42 @@ class SpreadState:
 
     def _build(self, pod: PodInfo, constraint: SpreadConstraint) -> DomainCounts:
         table = DomainCounts(constraint.key, pod.namespace, constraint.selector)
+        kinds = self._pod_kinds()
         for node in self.nodes:
             if not node_counts_for(pod, constraint, node):
                 continue
             domain = node.labels[constraint.key]
             table.open(domain)
             table.eligible.add(node.name)
-            n = sum(1 for p in self.pods_by_node.get(node.name, ()) if table.counts_pod(p))
+            n = sum(
+                count
+                for (namespace, _), (labels, count) in kinds.get(node.name, {}).items()
+                if namespace == table.namespace and table.selector.matches(labels)
+            )
             if n:
                 table.add(domain, n)
         return table
 
+    def _pod_kinds(self) -> dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], list[Any]]]:
+        if self._kinds is None:
+            self._kinds = {}
+            for name, pods in self.pods_by_node.items():
+                for pod in pods:
+                    self._count_kind(name, pod)
+        return self._kinds
+
+    def _count_kind(self, node: str, pod: PodInfo) -> None:
+        assert self._kinds is not None
+        if pod.terminating:
+            return
+        key = (pod.namespace, tuple(sorted(pod.labels.items())))
+        entry = self._kinds.setdefault(node, {}).setdefault(key, [pod.labels, 0])
+        entry[1] += 1
+
     def assume(self, pod: PodInfo, node: NodeSpec) -> None:
         """``pod`` now runs on ``node``: count it wherever it matches."""
+        if self._kinds is not None:
+            self._count_kind(node.name, pod)
         for table in self._tables.values():
             if node.name in table.eligible and table.counts_pod(pod):
                 table.add(node.labels[table.key])

@@ -19,6 +19,7 @@ from tests.sandbox.cluster.helpers import cloud_node, eventually, node_ready
 
 REPO = Path(__file__).resolve().parents[3]
 STAND_IN = "karpy.sandbox.cluster.scheduler"
+HOSTNAME = "kubernetes.io/hostname"
 
 
 def node(name: str, cpu: str = "4") -> dict[str, Any]:
@@ -134,3 +135,23 @@ def test_the_stand_in_imports_nothing_of_karpys_scheduling():
                 todo.append(name)
     assert "karpy.sandbox.cluster.placement" in seen
     assert "karpy.sandbox.cluster.topologyspread" in seen
+
+
+def test_preferred_pod_affinity_outweighs_least_allocated_and_sees_the_pass_placements():
+    nodes = [node("node-a"), node("node-b")]
+    cycle = Cycle([node_spec(n) for n in nodes], [])
+    near_db = f.weighted(f.pod_affinity_term(HOSTNAME, match_labels={"app": "db"}), 100)
+    db = pod_info(f.pod("db", labels={"app": "db"}, requests={"cpu": "2"}))
+    where = cycle.schedule(db)
+    web = pod_info(f.pod("web", requests={"cpu": "1"}, pod_affinity_preferred=[near_db]))
+    # LeastAllocated alone would pick the empty node; InterPodAffinity (weight 2) wins.
+    assert cycle.schedule(web) == where
+
+
+def test_required_anti_affinity_of_a_pod_placed_earlier_in_the_pass_keeps_others_away():
+    nodes = [node("node-a"), node("node-b")]
+    cycle = Cycle([node_spec(n) for n in nodes], [])
+    alone = [f.pod_affinity_term(HOSTNAME, match_labels={"app": "web"})]
+    first = cycle.schedule(pod_info(f.pod("w1", labels={"app": "solo"}, pod_anti_affinity=alone)))
+    second = cycle.schedule(pod_info(f.pod("w2", labels={"app": "web"})))
+    assert {first, second} == {"node-a", "node-b"}
