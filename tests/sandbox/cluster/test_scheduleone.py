@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import argparse
 import ast
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from karpy.sandbox import cli
+from karpy.sandbox.apiserver.store import Entry
 from karpy.sandbox.cluster import SandboxCluster
 from karpy.sandbox.cluster.kubepod import node_spec, pod_info
+from karpy.sandbox.cluster.kubevolumes import VolumeView
 from karpy.sandbox.cluster.scheduleone import Cycle, num_feasible_nodes_to_find
+from karpy.sandbox.cluster.unschedulable import NoFit
 from tests import factories as f
 from tests.sandbox.cluster.helpers import cloud_node, eventually, node_ready
 
@@ -155,3 +159,26 @@ def test_required_anti_affinity_of_a_pod_placed_earlier_in_the_pass_keeps_others
     first = cycle.schedule(pod_info(f.pod("w1", labels={"app": "solo"}, pod_anti_affinity=alone)))
     second = cycle.schedule(pod_info(f.pod("w2", labels={"app": "web"})))
     assert {first, second} == {"node-a", "node-b"}
+
+
+def _claim(name: str, **spec: Any) -> Entry:
+    return Entry({"metadata": {"name": name, "namespace": "default"}, "spec": spec})
+
+
+def test_a_bound_volume_keeps_its_pod_to_nodes_its_node_affinity_accepts():
+    zone_b = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "zone", "operator": "In", "values": ["b"]}]}]}}  # fmt: skip
+    volumes = VolumeView.build(
+        [_claim("data", volumeName="pv-1")],
+        [Entry({"metadata": {"name": "pv-1"}, "spec": {"nodeAffinity": zone_b}})],
+        [],
+    )
+    nodes = [f.node(n, labels={"zone": z}, allocatable={"cpu": "4", "pods": "9"})
+             for n, z in (("node-a", "a"), ("node-b", "b"))]  # fmt: skip
+    cycle = Cycle([node_spec(n) for n in nodes], [], volumes=volumes)
+    assert cycle.schedule(pod_info(f.pod("p", pvcs=["data"]))) == "node-b"
+    missing = cycle.schedule(pod_info(f.pod("q", pvcs=["nope"])))
+    assert isinstance(missing, NoFit)
+    assert missing.render(2, Counter()) == (
+        '0/2 nodes are available: persistentvolumeclaim "nope" not found.'
+    )
