@@ -201,14 +201,16 @@ def solve_until(done: Callable[[], bool], *, pods: int = 5_000, most: int = 100)
 async def test_renewals_go_on_while_the_solver_runs_in_a_thread(emulator):
     metrics = Metrics()
     elector = ThreadedLeaderElector(
-        election(lease_duration=1.5, renew_deadline=1, retry_period=0.2),
+        # Half the production renew deadline: the solver contends for the GIL and a loaded
+        # test machine for the CPU, and what is judged is that renewals go on, not their speed.
+        election(lease_duration=8, renew_deadline=5, retry_period=0.2),
         connect_to(emulator.url), metrics=metrics,
     )  # fmt: skip
     stop = asyncio.Event()
     task = asyncio.create_task(elector.run(stop))
     try:
         await asyncio.wait_for(elector.leading.wait(), 10)
-        target = renewals(metrics) + 15  # fifteen retry periods, three renew deadlines
+        target = renewals(metrics) + 15  # fifteen retry periods
         solves = await asyncio.to_thread(solve_until, lambda: renewals(metrics) >= target)
         assert solves < 100  # the renewals came while solving, not after the solver gave up
         assert renewals(metrics) >= target
