@@ -144,7 +144,8 @@ async def test_renewals_go_on_while_the_main_loop_is_blocked_for_15_seconds(emul
     transport = transport_for(emulator.url)
     writer = Writer(KubeClient(transport, max_attempts=1))
     elector = ThreadedLeaderElector(
-        election(lease_duration=3, renew_deadline=2, retry_period=0.5),
+        # A 15 s stall is three renew deadlines: a renewal on the main loop would lose it.
+        election(lease_duration=8, renew_deadline=5, retry_period=0.5),
         connect_to(emulator.url), writers=[writer], metrics=metrics,
     )  # fmt: skip
     stop = asyncio.Event()
