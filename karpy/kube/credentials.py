@@ -33,6 +33,7 @@ Wall-clock expiry (``status.expirationTimestamp``) is read from the injected `Cl
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import os
@@ -82,16 +83,17 @@ class CredentialError(TransportError):
     `TransportError`, so callers treat it as a request that got no answer."""
 
 
-class Credentials:
+class Credentials(abc.ABC):
     """What to send as ``Authorization``: a bearer token, kept fresh (see the module
     docstring). Subclasses implement `token` and `rejected`."""
 
+    @abc.abstractmethod
     async def token(self) -> str:
-        raise NotImplementedError
+        """A bearer token that is valid now, renewed first when it is about to expire."""
 
+    @abc.abstractmethod
     async def rejected(self, authorization: str | None) -> None:
         """The API server answered 401 to a request that carried ``authorization``."""
-        raise NotImplementedError
 
     async def __call__(self, configuration: Any) -> None:
         # The library's refresh_api_key_hook: awaited by `Configuration.auth_settings`.
