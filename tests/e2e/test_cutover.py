@@ -191,6 +191,22 @@ def snapshot(api: Api) -> dict[str, Any]:
     return {"claims": sorted(claims), "nodes": sorted(nodes), "pods": sorted(pods)}
 
 
+def run_two_pods_apart(api: Any) -> None:
+    """A Deployment of two pods that may not share a node, Running on Karpenter's two nodes."""
+    term = {"labelSelector": {"matchLabels": {"app": APP}},
+            "topologyKey": "kubernetes.io/hostname"}  # fmt: skip
+    apart = {"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}  # fmt: skip
+    api.create("deployments", deployment(APP, 2, cpu="500m", memory="512Mi", spec=apart))
+
+    def steady_running() -> str:
+        pods = [p for p in api.list("pods") if p["metadata"]["labels"].get("app") == APP]
+        running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+        return "" if len(running) == 2 else f"{len(running)}/2 running on Karpenter's nodes"
+
+    eventually(steady_running, timeout=60)
+
+
 def test_karpy_waits_for_karpenter_to_go_then_adopts_its_nodeclaims_without_touching_them(
     tmp_path: Path,
 ) -> None:
@@ -217,18 +233,7 @@ def test_karpy_waits_for_karpenter_to_go_then_adopts_its_nodeclaims_without_touc
             api.create("nodeclaims", claim)
             api.request("PATCH", api.path("nodeclaims", name) + "/status", {"status": status},
                         "application/merge-patch+json")  # fmt: skip
-        term = {"labelSelector": {"matchLabels": {"app": APP}},
-                "topologyKey": "kubernetes.io/hostname"}  # fmt: skip
-        apart = {"affinity": {"podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}  # fmt: skip
-        api.create("deployments", deployment(APP, 2, cpu="500m", memory="512Mi", spec=apart))
-
-        def steady_running() -> str:
-            pods = [p for p in api.list("pods") if p["metadata"]["labels"].get("app") == APP]
-            running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
-            return "" if len(running) == 2 else f"{len(running)}/2 running on Karpenter's nodes"
-
-        eventually(steady_running, timeout=60)
+        run_two_pods_apart(api)
         before = snapshot(api)
         karpenter = Karpenter(api)
         karpy = controller(cluster.kubeconfig, SYSTEM_NAMESPACE="kube-system")
@@ -407,18 +412,7 @@ def test_on_aws_karpy_adopts_karpenters_instances_and_launches_or_terminates_non
                       "conditions": conditions, "lastPodEventTime": at}  # fmt: skip
             api.request("PATCH", api.path("nodeclaims", name) + "/status", {"status": status},
                         "application/merge-patch+json")  # fmt: skip
-        term = {"labelSelector": {"matchLabels": {"app": APP}},
-                "topologyKey": "kubernetes.io/hostname"}  # fmt: skip
-        apart = {"affinity": {"podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}  # fmt: skip
-        api.create("deployments", deployment(APP, 2, cpu="500m", memory="512Mi", spec=apart))
-
-        def steady_running() -> str:
-            pods = [p for p in api.list("pods") if p["metadata"]["labels"].get("app") == APP]
-            running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
-            return "" if len(running) == 2 else f"{len(running)}/2 running on Karpenter's nodes"
-
-        eventually(steady_running, timeout=60)
+        run_two_pods_apart(api)
         before = snapshot(api)
         karpy = sandbox.controller()
         try:
