@@ -129,6 +129,7 @@ class LeaderElector:
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
         self._observed_spec: dict[str, Any] = {}
+        self._longest_renewal = 0.0
         self._log = log.bind(lease=f"{config.namespace}/{config.name}", identity=config.identity)
         if metrics is not None:
             metrics.leader_status.labels(config.name).set(0)
@@ -215,9 +216,11 @@ class LeaderElector:
                 if renewed and self.clock.monotonic() - last_renewal < self.config.renew_deadline:
                     last_renewal = started
                     if self.metrics is not None:
-                        self.metrics.leader_renew_duration.labels(self.config.name).observe(
-                            self.clock.monotonic() - started
-                        )
+                        took = self.clock.monotonic() - started
+                        self.metrics.leader_renew_duration.labels(self.config.name).observe(took)
+                        if took > self._longest_renewal:
+                            self._longest_renewal = took
+                            self.metrics.leader_renew_longest.labels(self.config.name).set(took)
                     break
                 if self.clock.monotonic() - last_renewal >= self.config.renew_deadline:
                     reason = (

@@ -225,6 +225,13 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        self.leader_renew_longest = Gauge(
+            "karpy_leader_election_renew_longest_seconds",
+            "Longest successful lease renewal since the process started (a histogram has no "
+            "maximum; this is the one figure to hold against the renew deadline).",
+            ["name"],
+            registry=r,
+        )
 
         # --- controllers and their work queues (controller_runtime_*, workqueue_*) ------
         self.controllers = ControllerMetrics(r)

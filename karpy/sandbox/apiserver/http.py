@@ -20,7 +20,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from karpy.sandbox.apiserver import discovery, errors, protobuf, tables
+from karpy.sandbox.apiserver import discovery, errors, latency, protobuf, tables
 from karpy.sandbox.apiserver.auth import token_request
 from karpy.sandbox.apiserver.eviction import evict
 from karpy.sandbox.apiserver.listing import (
@@ -41,6 +41,7 @@ from karpy.sandbox.apiserver.watch import Watcher, expired_event, start_watch
 
 if TYPE_CHECKING:
     from karpy.sandbox.apiserver.kinds import View
+    from karpy.sandbox.apiserver.requestinfo import RequestInfo
     from karpy.sandbox.apiserver.server import APIServer
 
 log = logging.getLogger("karpy.sandbox.apiserver")
@@ -97,14 +98,34 @@ class Frontend:
     async def middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
         path = request.path
         is_watch = request.query.get("watch", "") in TRUE or "/watch/" in path
+        info = None if path.startswith("/_emulator") else resolve(request.method, path,
+                                                                  request.query)  # fmt: skip
+        if info is None or is_watch or info.verb == "watch" or path.startswith("/sandbox/"):
+            return await self._serve(request, handler, path, is_watch, info)
+        recorder = self.server.latency  # watches are streams, not timed requests
+        started = recorder.timer()
+        try:
+            return await self._serve(request, handler, path, is_watch, info)
+        finally:
+            recorder.observe(info, request.headers.get("Content-Type", ""),
+                             recorder.timer() - started)  # fmt: skip
+
+    async def _serve(
+        self,
+        request: web.Request,
+        handler: Any,
+        path: str,
+        is_watch: bool,
+        info: RequestInfo | None,
+    ) -> web.StreamResponse:
         key = f"{request.method} {path}"
         self.request_counts[key] = self.request_counts.get(key, 0) + 1
         log.debug("request %s %s", request.method, request.path_qs)
         user, refusal = self.server.auth.identify(path, request.headers.get("Authorization"))
         if refusal is not None:
             return _error(refusal)
-        if not path.startswith("/_emulator"):
-            denial = self.server.rbac.admit(user, resolve(request.method, path, request.query))
+        if info is not None:
+            denial = self.server.rbac.admit(user, info)
             if denial is not None:
                 return _error(denial)
         if not path.startswith(("/_emulator", "/sandbox/")):
@@ -191,6 +212,9 @@ class Frontend:
             return _json(discovery.KUBERNETES_VERSION)
         if path in ("/healthz", "/readyz", "/livez"):
             return web.Response(text="ok", content_type="text/plain")
+        if path == "/metrics":
+            return web.Response(body=self.server.latency.exposition(),
+                                headers={"Content-Type": latency.CONTENT_TYPE})  # fmt: skip
         if path == "/openapi/v2":
             raise errors.no_such_route()
         return None

@@ -15,7 +15,9 @@ then writes a token it registers (for `auth.ADMIN`, in ``system:masters``), unle
 a ``user`` entry of its own. ``rbac`` turns on token checking and RBAC authorization
 (`rbac.Authorizer`, ``server.rbac``), which also records every authenticated user's calls;
 a request without credentials is then the privileged ``system:unsecured`` (kubectl sends
-no token over plain HTTP; see `auth`).
+no token over plain HTTP; see `auth`). ``GET /metrics`` answers the emulator's request
+latency per verb and resource and its event-loop lag (`latency.RequestLatency`, started and
+stopped with the server).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from karpy.sandbox.apiserver.eviction import DisruptionController
 from karpy.sandbox.apiserver.faults import Faults
 from karpy.sandbox.apiserver.http import Frontend
 from karpy.sandbox.apiserver.kinds import Registry
+from karpy.sandbox.apiserver.latency import RequestLatency
 from karpy.sandbox.apiserver.namespaces import (
     INITIAL_NAMESPACES,
     NamespaceBehavior,
@@ -112,6 +115,7 @@ class APIServer:
         self.store_state = Store(self.registry, history_size=history_size)
         self.api = ObjectAPI(self.store_state, clock)
         self.faults = Faults()
+        self.latency = RequestLatency()
         self.auth = Authenticator(
             enabled=token_check or rbac, clock=clock, unsecured=UNSECURED if rbac else None
         )
@@ -179,9 +183,11 @@ class APIServer:
             self.port = sockets[0].getsockname()[1]
         if self.compaction_interval > 0:
             self._compactor = asyncio.get_running_loop().create_task(self._compact_periodically())
+        self.latency.start(asyncio.get_running_loop())
         return self
 
     async def stop(self) -> None:
+        self.latency.stop()
         if self._compactor is not None:
             self._compactor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
