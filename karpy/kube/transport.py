@@ -12,6 +12,12 @@ before it expires, token files are re-read, and a 401 renews the token and retri
 request once. An exec plugin that is missing or fails at start-up is one line (exit 2),
 not a traceback. The CA bundle is re-read when its file changes (`karpy.kube.tls`).
 
+The session does not read the environment on each request (aiohttp's ``trust_env``
+reads ``~/.netrc`` and the proxy variables per request, on a thread): the proxy the
+environment names for the API server (``HTTPS_PROXY``/``HTTP_PROXY``, unless
+``NO_PROXY`` or a loopback address exempts it, as client-go decides) is resolved once,
+when the transport is made.
+
 Each `Transport` has its own session and connection pool. The controller makes two: one
 for the rate-limited write client and informers, one for leader election, so a burst of
 writes can neither starve nor queue behind lease renewals.
@@ -19,10 +25,12 @@ writes can neither starve nor queue behind lease renewals.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 import yaml
@@ -190,8 +198,9 @@ class Transport:
         configuration.connection_pool_maxsize = pool_size
         self.configuration = configuration
         self._api_client = ApiClient(configuration)
-        self._session: aiohttp.ClientSession = self._api_client.rest_client.pool_manager
         self.host = str(configuration.host).rstrip("/")
+        self._session = _quiet_session(self._api_client.rest_client)
+        self.proxy = env_proxy(self.host)
         self._server_hostname = configuration.tls_server_name
         hook = configuration.refresh_api_key_hook
         self.credentials: Credentials | None = hook if isinstance(hook, Credentials) else None
@@ -262,6 +271,8 @@ class Transport:
             extra["server_hostname"] = self._server_hostname
         if self.tls is not None:
             extra["ssl"] = self.tls.current()
+        if self.proxy is not None:
+            extra["proxy"] = self.proxy
         try:
             return await self._session.request(
                 method,
@@ -273,3 +284,32 @@ class Transport:
             )
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise TransportError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+
+
+def _quiet_session(rest_client: Any) -> aiohttp.ClientSession:
+    """The client library's session (its TLS-configured, bounded connection pool), made
+    again without ``trust_env`` (see the module docstring); the library closes it."""
+    old: aiohttp.ClientSession = rest_client.pool_manager
+    connector = old.connector
+    old.detach()  # the connector now belongs to the new session
+    session = aiohttp.ClientSession(connector=connector, trust_env=False, read_bufsize=2**21)
+    rest_client.pool_manager = session
+    return session
+
+
+def env_proxy(host: str) -> str | None:
+    """The proxy the environment names for requests to ``host`` (a URL), or None: what
+    client-go's ``ProxyFromEnvironment`` picks (``NO_PROXY`` and loopback exempt)."""
+    hostname = urlsplit(host).hostname or ""
+    if not hostname or hostname == "localhost" or _is_loopback(hostname):
+        return None
+    if urllib.request.proxy_bypass(hostname):
+        return None
+    return urllib.request.getproxies_environment().get(urlsplit(host).scheme) or None
+
+
+def _is_loopback(hostname: str) -> bool:
+    try:
+        return ipaddress.ip_address(hostname).is_loopback
+    except ValueError:
+        return False
