@@ -3,8 +3,9 @@
 ``status.resources`` is the summed capacity of the pool's nodes (a registered node's own
 capacity, else its NodeClaim's) plus ``nodes``, their count; users read it with ``kubectl
 get nodepools -o wide`` and NodePool limits are judged against it. During a scale-up every
-launch changes it, so writes are spaced at least ``min_interval`` seconds apart per pool
-(the last change always lands: the controller looks again when the interval is over).
+launch changes it, so a pool is counted, and written, at most once every ``min_interval``
+seconds (the last change always lands: the controller looks again when the interval is
+over).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class NodePoolCounter:
         self.client = client
         self.clock = clock
         self.min_interval = min_interval
-        self._written: dict[str, float] = {}
+        self._counted: dict[str, float] = {}  # pool -> when it was last counted
 
     def keys_for(self, change: StateChange) -> Iterable[str]:
         if change.kind == kinds.NODEPOOL:
@@ -96,16 +97,19 @@ class NodePoolCounter:
         snapshot = self.state.snapshot()
         pool = snapshot.nodepools.get(key)
         if pool is None:
-            self._written.pop(key, None)
+            self._counted.pop(key, None)
             return DONE
+        # Within the interval nothing is counted either: summing a pool walks all its
+        # nodes, and during a scale-up every launch, registration and status change of
+        # thousands of NodeClaims asks again.
+        wait = self._counted.get(key, float("-inf")) + self.min_interval - self.clock.monotonic()
+        if wait > 0:
+            return requeue_after(wait)
+        self._counted[key] = self.clock.monotonic()
         resources = pool_resources(snapshot, key)
         nodes = resources["nodes"] // ONE_NODE
         if dict(pool.status.resources) == resources and pool.status.nodes == nodes:
             return DONE
-        wait = self._written.get(key, float("-inf")) + self.min_interval - self.clock.monotonic()
-        if wait > 0:
-            return requeue_after(wait)
         patch = {"status": {"resources": format_resource_list(resources), "nodes": nodes}}
         await self.client.patch_status(NODEPOOLS, key, patch)
-        self._written[key] = self.clock.monotonic()
         return DONE

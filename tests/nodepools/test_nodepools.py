@@ -9,8 +9,10 @@ from karpy.base.clock import SYSTEM_CLOCK
 from karpy.nodepools.counter import NodePoolCounter
 from karpy.nodepools.hash import NodePoolHash
 from karpy.nodepools.readiness import NodePoolReadiness
+from karpy.reconcile import DONE, requeue_after
 from tests import factories as f
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, controller_world
+from tests.kube.fakeclock import FakeClock
 
 
 def conditions(apiserver, name: str) -> dict[str, tuple[str, str]]:
@@ -105,3 +107,28 @@ async def test_the_hash_annotation_is_written_once(apiserver):
         await hashing.reconcile("general")
         again = apiserver.store.get("nodepools.karpenter.sh", "general")
         assert again["metadata"]["resourceVersion"] == pool["metadata"]["resourceVersion"]
+
+
+async def test_the_counter_counts_a_pool_at_most_once_per_interval(apiserver):
+    """During a scale-up every NodeClaim change asks to count its pool again; counting
+    walks the pool's nodes, so it happens at most once per interval, and the change
+    that came meanwhile lands when the interval is over."""
+    counted = {"resources": {"nodes": "0"}, "nodes": 0}  # nothing to write at first
+    create_with_status(apiserver, "nodepools.karpenter.sh",
+                       {**f.nodepool("general"), "status": counted})  # fmt: skip
+    clock = FakeClock()
+    async with controller_world(apiserver) as world:
+        counter = NodePoolCounter(world.state, world.client, clock=clock, min_interval=2.0)
+        assert await counter.reconcile("general") == DONE
+        assert apiserver.store.get("nodepools.karpenter.sh", "general")["status"]["nodes"] == 0
+        create_with_status(apiserver, "nodeclaims.karpenter.sh", f.nodeclaim(
+            "general-a", nodepool="general", capacity={"cpu": "4"}, launched=False))  # fmt: skip
+        await world.settled()
+        await clock.advance(0.5)
+        assert await counter.reconcile("general") == requeue_after(1.5)
+        assert apiserver.store.get("nodepools.karpenter.sh", "general")["status"]["nodes"] == 0
+        await clock.advance(1.5)
+        assert await counter.reconcile("general") == DONE
+        status = apiserver.store.get("nodepools.karpenter.sh", "general")["status"]
+        assert status["nodes"] == 1
+        assert status["resources"] == {"cpu": "4", "nodes": "1"}
