@@ -47,6 +47,8 @@ ANNOTATION_MIN_VALUES_RELAXED: Final = f"{GROUP}/nodeclaim-min-values-relaxed"
 ANNOTATION_PRICE_OVERLAY_APPLIED: Final = f"{GROUP}/price-overlay-applied"
 ANNOTATION_CAPACITY_OVERLAY_APPLIED: Final = f"{GROUP}/capacity-overlay-applied"
 ANNOTATION_POD_DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
+# karpy's own: on a NodeClaim a disruption decision chose, the replacements it waits for
+ANNOTATION_REPLACEMENTS: Final = "disruption.karpy.dev/replacements"
 # EC2NodeClass drift: the class's hash (and its scheme's version) on the class and on each
 # NodeClaim launched from it; the managed instance profile's name on the class.
 ANNOTATION_EC2NODECLASS_HASH: Final = f"{AWS_GROUP}/ec2nodeclass-hash"

@@ -27,6 +27,7 @@ from karpy.apis.duration import (
     duration_text,
     parse_duration_field,
 )
+from karpy.apis.labels import ANNOTATION_REPLACEMENTS
 from karpy.apis.nodeclaim_schema import NODECLAIM, NODECLAIM_SCHEMA
 from karpy.apis.nodepool import (
     DEFAULT_EXPIRE_AFTER,
@@ -190,3 +191,9 @@ class NodeClaim(KindModel):
     @property
     def name(self) -> str:
         return self.metadata.name
+
+    @property
+    def awaited_replacements(self) -> tuple[str, ...]:
+        """The replacement NodeClaims a disruption decision made this one wait for."""
+        value = self.metadata.annotations.get(ANNOTATION_REPLACEMENTS, "")
+        return tuple(n for n in value.split(",") if n)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Final
 
-from karpy.apis.labels import LABEL_NODEPOOL
+from karpy.apis.labels import ANNOTATION_REPLACEMENTS, LABEL_NODEPOOL
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.disruption.budgets import BudgetVerdict, DisruptionReason, allowed_by_budgets
 from karpy.disruption.candidates import find_candidates, is_disrupting
@@ -45,7 +45,7 @@ from karpy.disruption.methods import (
     multi_node_command,
     single_node_command,
 )
-from karpy.disruption.orchestration import ANNOTATION_REPLACEMENTS, is_marked
+from karpy.disruption.orchestration import is_marked
 from karpy.disruption.simulation import WhatIf
 from karpy.kube.client import priority
 from karpy.kube.errors import AlreadyExists, Conflict, KubeError, NotFound

@@ -28,7 +28,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL, TAINT_DISRUPTED
+from karpy.apis.labels import (
+    ANNOTATION_REPLACEMENTS,
+    LABEL_CAPACITY_TYPE,
+    LABEL_NODEPOOL,
+    TAINT_DISRUPTED,
+)
 from karpy.disruption.events import node_and_claim_events
 from karpy.kube.errors import Conflict, NotFound
 from karpy.kube.resources import NODECLAIMS, NODES
@@ -59,7 +64,6 @@ __all__ = [
 
 log = get_logger("disruption")
 
-ANNOTATION_REPLACEMENTS: Final = "disruption.karpy.dev/replacements"
 SEEN_GRACE: Final = timedelta(seconds=30)  # for a created replacement to reach the informer
 SEEN_GRACE_S: Final = SEEN_GRACE.total_seconds()
 TIMEOUT: Final = timedelta(minutes=10)  # Karpenter's floor for a command's wait
@@ -72,8 +76,7 @@ def is_marked(claim: NodeClaim) -> bool:
 
 
 def replacements_of(claim: NodeClaim) -> tuple[str, ...]:
-    value = claim.metadata.annotations.get(ANNOTATION_REPLACEMENTS, "")
-    return tuple(n for n in value.split(",") if n)
+    return claim.awaited_replacements
 
 
 class DisruptionQueue:
@@ -105,12 +108,10 @@ class DisruptionQueue:
             return (claim.name,) if claim is not None else ()
         new: NodeClaim | None = change.new
         if new is None:  # a replacement that went: the NodeClaims waiting on it
-            return [c.name for c in snapshot.nodeclaims.values()
-                    if change.key in replacements_of(c)]  # fmt: skip
+            return snapshot.claims_awaiting(change.key)
         keys = [change.key]
         if is_true(new, INITIALIZED) or new.metadata.deletion_timestamp is not None:
-            keys += [c.name for c in snapshot.nodeclaims.values()
-                     if change.key in replacements_of(c)]  # fmt: skip
+            keys += snapshot.claims_awaiting(change.key)
         return keys
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:

@@ -3,7 +3,8 @@
 Informers call `apply` with projected records (`karpy.state.records`); `ClusterState`
 files them by kind and keeps the indexes controllers ask for: pods by node, pending
 (unschedulable) pods, nodes and NodeClaims by provider ID, NodeClaims by NodePool, and the
-NodeClaim<->Node pairing (by provider ID, as Karpenter's StateNode pairs them). All of it
+NodeClaim<->Node pairing (by provider ID, as Karpenter's StateNode pairs them), and which
+NodeClaims a disruption decision made wait for each replacement. All of it
 is persistent maps, so `snapshot` is O(1) and an update costs O(changed objects) (see
 `karpy.state.snapshot`). Everything runs on the event loop thread; there are no locks.
 
@@ -91,6 +92,7 @@ class ClusterState:
         self._claims_of_provider: Map[str, Map[str, bool]] = EMPTY
         self._node_of_claim: Map[str, str] = EMPTY
         self._claim_of_node: Map[str, str] = EMPTY
+        self._awaiting: Map[str, Map[str, bool]] = EMPTY  # replacement -> claims waiting
         self._synced_kinds: set[str] = set()
         self._subscribers: list[Callable[[Sequence[StateChange]], None]] = []
         self._snapshot: StateSnapshot | None = None
@@ -187,6 +189,13 @@ class ClusterState:
             self._claims_by_pool = _drop(self._claims_by_pool, old_pool, name)
         if new is not None:
             self._claims_by_pool = _put(self._claims_by_pool, new_pool, name, new)
+        old_wait = old.awaited_replacements if old is not None else ()
+        new_wait = new.awaited_replacements if new is not None else ()
+        if old_wait != new_wait:
+            for replacement in set(old_wait) - set(new_wait):
+                self._awaiting = _drop(self._awaiting, replacement, name)
+            for replacement in set(new_wait) - set(old_wait):
+                self._awaiting = _put(self._awaiting, replacement, name, True)
         old_pid = (old.status.provider_id or "") if old is not None else ""
         new_pid = (new.status.provider_id or "") if new is not None else ""
         if old_pid and old_pid != new_pid:
@@ -244,6 +253,7 @@ class ClusterState:
                 claim_by_provider_id=self._claim_by_provider,
                 node_of_claim=self._node_of_claim,
                 claim_of_node=self._claim_of_node,
+                awaiting=self._awaiting,
                 unreadable=dict(self._unreadable),
             )
         return self._snapshot

@@ -54,6 +54,8 @@ class StateSnapshot:
     claim_by_provider_id: immutables.Map[str, str]
     node_of_claim: immutables.Map[str, str]  # NodeClaim name -> Node name, when paired
     claim_of_node: immutables.Map[str, str]  # Node name -> NodeClaim name
+    # replacement NodeClaim name -> the NodeClaims a disruption decision made wait for it
+    awaiting: immutables.Map[str, immutables.Map[str, bool]] = EMPTY
     # kind -> key -> placeholder of each object that exists but could not be read; it is
     # in none of the maps above, and must never be taken for absent
     unreadable: Mapping[str, immutables.Map[str, UnreadableObject]] = attrs.field(factory=dict)
@@ -135,6 +137,11 @@ class StateSnapshot:
 
     def nodeclaims_of(self, nodepool: str) -> Iterator[NodeClaim]:
         return iter(self.claims_by_nodepool.get(nodepool, EMPTY).values())
+
+    def claims_awaiting(self, replacement: str) -> list[str]:
+        """The NodeClaims whose disruption waits for ``replacement`` (their
+        ``awaited_replacements`` name it)."""
+        return list(self.awaiting.get(replacement, EMPTY))
 
     def node_for_claim(self, nodeclaim: str) -> NodeInfo | None:
         name = self.node_of_claim.get(nodeclaim)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import attrs
 
+from karpy.apis.labels import ANNOTATION_REPLACEMENTS
 from karpy.kube.unreadable import UnreadableObject
 from karpy.state import kinds
 from karpy.state import records as p
@@ -131,6 +132,28 @@ def test_nodeclaims_are_indexed_by_nodepool():
     assert sorted(c.metadata.name for c in snap.nodeclaims_of("a")) == ["a1", "a2"]
     add(state, kinds.NODECLAIM, claim("a2", pool="b"))
     assert sorted(c.metadata.name for c in state.snapshot().nodeclaims_of("b")) == ["a2", "b1"]
+
+
+def waiting(name: str, *replacements: str):
+    obj = f.nodeclaim(name)
+    obj["metadata"].setdefault("annotations", {})[ANNOTATION_REPLACEMENTS] = ",".join(replacements)
+    return p.nodeclaim(obj)
+
+
+def test_nodeclaims_are_indexed_by_the_replacements_they_wait_for():
+    state = ClusterState()
+    add(state, kinds.NODECLAIM, waiting("old-1", "new-1", "new-2"), waiting("old-2", "new-2"),
+        claim("new-1"), claim("plain"))  # fmt: skip
+    snap = state.snapshot()
+    assert snap.claims_awaiting("new-1") == ["old-1"]
+    assert sorted(snap.claims_awaiting("new-2")) == ["old-1", "old-2"]
+    assert snap.claims_awaiting("plain") == []
+    add(state, kinds.NODECLAIM, claim("old-1"))  # the decision rolled back: annotation gone
+    assert state.snapshot().claims_awaiting("new-1") == []
+    assert state.snapshot().claims_awaiting("new-2") == ["old-2"]
+    state.apply(kinds.NODECLAIM, [], ["old-2"])
+    assert state.snapshot().claims_awaiting("new-2") == []
+    assert snap.claims_awaiting("new-2") != []  # an older snapshot keeps its view
 
 
 def test_a_snapshot_never_sees_later_changes():
