@@ -26,6 +26,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
+
 from karpy.apis.core import format_time
 from karpy.apis.labels import (
     ANNOTATION_NODEPOOL_HASH,
@@ -91,6 +93,8 @@ class NodeClaimDisruptionConditions:
             return (change.key,) if change.new is not None else ()
         snapshot = self.state.snapshot()
         if change.kind == kinds.NODEPOOL:
+            if _status_only(change.old, change.new):
+                return ()  # the counter writes status every 2 s in a scale-up: nothing here
             return [c.name for c in snapshot.nodeclaims_of(change.key)]
         if change.kind == kinds.NODE:
             claim = snapshot.claim_for_node(change.key)
@@ -272,3 +276,11 @@ def _pod_event_node(old: PodInfo | None, new: PodInfo | None) -> str | None:
     if new.pod.is_terminal and not old.pod.is_terminal:
         return node
     return None
+
+
+def _status_only(old: NodePool | None, new: NodePool | None) -> bool:
+    """Does a NodePool change touch its status alone? Its NodeClaims' conditions read
+    its spec and annotations (drift hash, consolidateAfter), never its status."""
+    if old is None or new is None:
+        return False
+    return attrs.evolve(old, status=new.status) == new

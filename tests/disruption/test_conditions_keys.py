@@ -4,8 +4,11 @@ AMI drifts them now, not at the next periodic recheck)."""
 
 from __future__ import annotations
 
+import attrs
+
 from karpy.apis.ec2nodeclass import EC2NodeClass
 from karpy.apis.nodeclaim import NodeClaim
+from karpy.apis.nodepool import NodePool
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.disruption.conditions import NodeClaimDisruptionConditions
 from karpy.state import kinds
@@ -41,3 +44,21 @@ def test_a_node_class_change_rejudges_the_nodeclaims_that_refer_to_it() -> None:
     assert (
         list(conditions.keys_for(StateChange(kinds.EC2NODECLASS, "c", None, nodeclass("c")))) == []
     )
+
+
+def test_a_nodepool_change_rejudges_its_nodeclaims_unless_only_its_status_changed() -> None:
+    """The counter rewrites a pool's status every few seconds during a scale-up; that
+    must not re-judge thousands of NodeClaims each time. A spec or annotation change does."""
+    state = ClusterState()
+    claims = [claim("default-1", "a"), claim("default-2", "a")]
+    state.apply(kinds.NODECLAIM, [(c.name, c) for c in claims], [])
+    conditions = NodeClaimDisruptionConditions(state, client=None, provider=None,  # type: ignore[arg-type]
+                                               clock=SYSTEM_CLOCK)  # fmt: skip
+    pool = NodePool.from_dict(f.nodepool("default"))
+    counted = attrs.evolve(pool, status=attrs.evolve(pool.status, nodes=2))
+    assert list(conditions.keys_for(StateChange(kinds.NODEPOOL, "default", pool, counted))) == []
+    edited = NodePool.from_dict(f.nodepool("default", labels={"team": "a"}))
+    change = StateChange(kinds.NODEPOOL, "default", counted, edited)
+    assert sorted(conditions.keys_for(change)) == ["default-1", "default-2"]
+    created = StateChange(kinds.NODEPOOL, "default", None, pool)
+    assert sorted(conditions.keys_for(created)) == ["default-1", "default-2"]
