@@ -31,7 +31,7 @@ def test_committed_page_is_the_generated_one():
 
 
 def test_every_metric_constructed_in_karpy_is_on_the_page():
-    # The sandbox's stand-ins are not part of the controller and export nothing.
+    # The sandbox is not part of the controller; its emulator's /metrics is its own.
     sources = [p for p in KARPY.rglob("*.py") if "sandbox" not in p.parts]
     constructed = {m for p in sources for m in CONSTRUCTOR.findall(p.read_text())}
     assert "karpenter_nodeclaims_created_total" in constructed  # the scan finds them
