@@ -268,6 +268,25 @@ class KarpenterMetrics:
             ["state"],
             registry=r,
         )
+        self.nominations_ended = Counter(
+            "karpy_nominations_ended_total",
+            "Nominations of pods to planned capacity that ended, by outcome (bound_to_target, "
+            "bound_elsewhere, no_room, expired, target_gone, pod_gone).",
+            ["outcome"],
+            registry=r,
+        )
+        self.provisioning_nodeclaims = Counter(
+            "karpy_provisioning_nodeclaims_total",
+            "NodeClaims the provisioner created, by plan: replanned when one of its pods had "
+            "a nomination that ended with the pod still unbound, else first.",
+            ["plan"],
+            registry=r,
+        )
+        for outcome in ("bound_to_target", "bound_elsewhere", "no_room", "expired",
+                        "target_gone", "pod_gone"):  # fmt: skip
+            self.nominations_ended.labels(outcome)
+        for plan in ("first", "replanned"):
+            self.provisioning_nodeclaims.labels(plan)
         self.events_sent = Counter(
             "karpy_events_sent_total", "Kubernetes Events written, by reason.", ["reason"],
             registry=r,

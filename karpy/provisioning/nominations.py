@@ -8,18 +8,25 @@ remembers each *nomination* and the next rounds treat a nominated pod as already
 its target: left out of the pods to schedule, and counted on the target (its requests
 take room there, it counts for topology spread and affinity).
 
-A nomination ends when the pod is bound or gone, when its target is gone or being deleted,
-once the target has been initialized (Ready) for longer than ``window`` seconds without
-kube-scheduler binding the pod (something else keeps it off that node), or as soon as the
-initialized target has no room left for it (kube-scheduler placed other pods there): then
-it must be scheduled afresh. Nominations live in memory only. After a restart pending pods are
-scheduled again against the in-flight NodeClaims, whose capacity provisioning estimates
-from their instance types, so they land on the NodeClaims made for them rather than on new
-ones.
+A nomination ends in one of six ways (`Ended`), which `Nominations.prune` reports so the
+provisioner can count them: the pod is bound, to its target's node (kube-scheduler followed
+the plan) or to another node (it did not); the pod is gone; the target is gone or being
+deleted; the target has been initialized (Ready) for longer than ``window`` seconds without
+kube-scheduler binding the pod (something else keeps it off that node); or the initialized
+target has no room left for it (kube-scheduler placed other pods there, which its scoring,
+LeastAllocated by default, readily does). In the last three the pod is still pending and
+must be scheduled afresh: the next round places it on room left on planned, in-flight and
+existing capacity first, and only then on new NodeClaims. An unbound pod that is not
+(or no longer) marked unschedulable keeps its nomination: kube-scheduler may be binding it.
+
+Nominations live in memory only. After a restart pending pods are scheduled again against
+the in-flight NodeClaims, whose capacity provisioning estimates from their instance types,
+so they land on the NodeClaims made for them rather than on new ones.
 """
 
 from __future__ import annotations
 
+import enum
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -27,15 +34,51 @@ import attrs
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-__all__ = ["DEFAULT_WINDOW", "Nomination", "Nominations"]
+__all__ = ["DEFAULT_WINDOW", "GONE", "Ended", "Nomination", "Nominations", "Pruned", "TargetState"]
 
 DEFAULT_WINDOW: Final = 20.0  # seconds: Karpenter's nomination window is max(2*batch max, 10s)
+
+
+class Ended(enum.StrEnum):
+    """How a nomination ended (the ``outcome`` of ``karpy_nominations_ended_total``)."""
+
+    BOUND_TO_TARGET = "bound_to_target"  # bound to the node of its target: the plan held
+    BOUND_ELSEWHERE = "bound_elsewhere"  # bound to another node
+    NO_ROOM = "no_room"  # the initialized target had no room left for it
+    EXPIRED = "expired"  # the target was initialized for the window, the pod not bound
+    TARGET_GONE = "target_gone"  # the target was deleted or is being deleted
+    POD_GONE = "pod_gone"  # the pod was deleted (or is being deleted) before binding
+
+    @property
+    def still_pending(self) -> bool:
+        """The pod is still waiting for a node and needs a new plan."""
+        return self in (Ended.NO_ROOM, Ended.EXPIRED, Ended.TARGET_GONE)
 
 
 @attrs.frozen(slots=True)
 class Nomination:
     target: str  # NodeClaim name, or Node name when the pod went to a registered node
-    at: float  # monotonic time of the nomination
+    at: float  # time of the nomination (the same clock as prune's ``now``)
+
+
+@attrs.frozen(slots=True)
+class TargetState:
+    """What `Nominations.prune` asks of a nomination's target."""
+
+    exists: bool  # it exists and is not being deleted
+    initialized_at: float | None = None  # since when it has been initialized, if it is
+    node: str = ""  # the Node it is (a Node target) or has registered as, once known
+
+
+GONE: Final = TargetState(exists=False)
+
+
+@attrs.frozen(slots=True)
+class Pruned:
+    """What `Nominations.prune` found: the nominations that hold and the ones that ended."""
+
+    live: dict[str, str]  # pod key -> target
+    ended: dict[str, Ended]  # pod key -> how its nomination ended, in this prune
 
 
 class Nominations:
@@ -56,34 +99,55 @@ class Nominations:
 
     def prune(
         self,
-        still_pending: Callable[[str], bool],
-        target_state: Callable[[str], tuple[bool, float | None]],
+        pod_node: Callable[[str], str | None],
+        target_state: Callable[[str], TargetState],
         now: float,
         fits: Callable[[str, str], bool] | None = None,
-    ) -> dict[str, str]:
-        """Drop the nominations that ended (see the module docstring); the rest, pod key
-        -> target. ``target_state(target)`` says whether the target still exists and is
-        not being deleted, and since when it has been initialized, if it is.
-        ``fits(pod, target)``, asked only of initialized targets, says whether the pod
-        still fits what is free there: when kube-scheduler filled the node with other
+    ) -> Pruned:
+        """Drop the nominations that ended (see the module docstring) and say how each
+        ended. ``pod_node(pod)`` is the name of the node the pod is bound to, "" while it
+        is unbound, None once it is gone or being deleted. ``target_state(target)`` says
+        whether the target still exists, since when it has been initialized and which node
+        it is. ``fits(pod, target)``, asked only of initialized targets, says whether the
+        pod still fits what is free there: when kube-scheduler filled the node with other
         pods, the nomination ends at once instead of after the window."""
         live: dict[str, str] = {}
-        dropped = []
+        ended: dict[str, Ended] = {}
         for pod, nomination in self._by_pod.items():
-            if not still_pending(pod):
-                dropped.append(pod)
-                continue
-            exists, initialized_at = target_state(nomination.target)
-            if not exists:
-                dropped.append(pod)
-                continue
-            if initialized_at is not None and (
-                now - max(initialized_at, nomination.at) > self.window
-                or (fits is not None and not fits(pod, nomination.target))
-            ):
-                dropped.append(pod)
-                continue
-            live[pod] = nomination.target
-        for pod in dropped:
+            outcome = self._outcome(pod, nomination, pod_node, target_state, now=now, fits=fits)
+            if outcome is None:
+                live[pod] = nomination.target
+            else:
+                ended[pod] = outcome
+        for pod in ended:
             del self._by_pod[pod]
-        return live
+        return Pruned(live, ended)
+
+    def _outcome(
+        self,
+        pod: str,
+        nomination: Nomination,
+        pod_node: Callable[[str], str | None],
+        target_state: Callable[[str], TargetState],
+        *,
+        now: float,
+        fits: Callable[[str, str], bool] | None,
+    ) -> Ended | None:
+        """How ``pod``'s nomination has ended, or None while it holds."""
+        node = pod_node(pod)
+        if node is None:
+            return Ended.POD_GONE
+        target = target_state(nomination.target)
+        if node:
+            if node == nomination.target or (target.node and node == target.node):
+                return Ended.BOUND_TO_TARGET
+            return Ended.BOUND_ELSEWHERE
+        if not target.exists:
+            return Ended.TARGET_GONE
+        if target.initialized_at is None:
+            return None
+        if fits is not None and not fits(pod, nomination.target):
+            return Ended.NO_ROOM
+        if now - max(target.initialized_at, nomination.at) > self.window:
+            return Ended.EXPIRED
+        return None

@@ -3,7 +3,7 @@ decides on.
 
 A round (`Provisioner.reconcile`) runs only on a synced cluster state, one at a time:
 
-1. take a snapshot; drop nominations that ended (`Nominations.prune`);
+1. take a snapshot; drop nominations that ended and count how (`NominationOutcomes`);
 2. compile or reuse the scheduling context (`ContextCache`);
 3. build the round's inputs (`build_round_input`): the pods pending now minus those
    nominated to capacity on its way, plus pods of nodes being deleted;
@@ -43,6 +43,7 @@ from karpy.provisioning.contextcache import ContextCache
 from karpy.provisioning.inputs import build_round_input
 from karpy.provisioning.nodeclaims import nodeclaim_for, random_suffix
 from karpy.provisioning.nominations import Nominations
+from karpy.provisioning.outcomes import NominationOutcomes
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.scheduling.resources import fits as resource_fits
 from karpy.scheduling.solver import Scheduler
@@ -115,6 +116,7 @@ class Provisioner:
         self.timeout = settings.scheduling_timeout / 1e9
         self.rounds = 0
         self.solving = False  # a round's solve is running in a worker thread
+        self.outcomes = NominationOutcomes(metrics)
         self._created: dict[str, tuple[NodeClaim, float]] = {}  # not yet seen by the informer
         self._first_seen: dict[str, float] = {}  # pending pod key -> monotonic first sight
         self._no_pools_reported = False
@@ -214,27 +216,6 @@ class Provisioner:
         for name in [n for n, (_, at) in self._created.items()
                      if n in snapshot.nodeclaims or self.clock.monotonic() - at > 60]:  # fmt: skip
             del self._created[name]
-
-        def target_state(target: str) -> tuple[bool, float | None]:
-            claim = snapshot.nodeclaims.get(target)
-            if claim is None and target in self._created:
-                return True, None
-            if claim is None:
-                node = snapshot.nodes.get(target)
-                if node is None or node.deletion_timestamp is not None:
-                    return False, None
-                claim = snapshot.claim_for_node(target)
-                if claim is None:  # a node karpy does not manage
-                    stamp = node.creation_timestamp
-                    return True, stamp.timestamp() if node.ready and stamp else None
-            if claim.metadata.deletion_timestamp is not None:
-                return False, None
-            initialized = claim.status.condition("Initialized")
-            if initialized is not None and initialized.is_true:
-                stamp = initialized.last_transition_time
-                return True, stamp.timestamp() if stamp else now
-            return True, None
-
         free: dict[str, dict[str, int] | None] = {}
 
         def fits(pod_key: str, target: str) -> bool:
@@ -244,8 +225,8 @@ class Provisioner:
             info = snapshot.pending.get(pod_key)
             return room is None or info is None or resource_fits(info.pod.requests, room)
 
-        return self.nominations.prune(lambda pod: pod in snapshot.pending, target_state, now,
-                                      fits=fits)  # fmt: skip
+        return self.outcomes.prune(self.nominations, snapshot, now, fits=fits,
+                                   in_flight=self._created)  # fmt: skip
 
     def _nominate(self, pods: Sequence[Pod], target: str, kind: str) -> None:
         self.nominations.nominate((p.key for p in pods), target, self.clock.now().timestamp())
@@ -337,9 +318,10 @@ class Provisioner:
         shown = ", ".join(options[:_INSTANCE_TYPES_SHOWN])
         if len(options) > _INSTANCE_TYPES_SHOWN:
             shown += f" and {len(options) - _INSTANCE_TYPES_SHOWN} other(s)"
+        replan = self.outcomes.count_created(plan.pods)
         log.info("created nodeclaim", **obj_ref("NodePool", plan.nodepool),
                  **obj_ref("NodeClaim", claim.name), requests=_quantities(plan.requests),
-                 instanceTypes=shown, pods=len(plan.pods))  # fmt: skip
+                 instanceTypes=shown, pods=len(plan.pods), plan=replan)  # fmt: skip
         if self.metrics is not None:
             relaxed = "true" if plan.min_values_relaxed else "false"
             self.metrics.nodeclaims_created.labels("provisioned", plan.nodepool, relaxed).inc()

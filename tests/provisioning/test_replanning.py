@@ -1,0 +1,233 @@
+"""When kube-scheduler places pods where karpy did not plan them, the pods left over are
+planned again onto the room left on NodeClaims already bought before any new one is
+launched, and the disagreement shows in ``karpy_nominations_ended_total{outcome}`` and
+``karpy_provisioning_nodeclaims_total{plan}``.
+
+Every NodeClaim here can only be a ``c-2x-amd64-linux`` (1900m allocatable) and every pod
+asks for 1200m, so each node holds one pod: a pod kube-scheduler puts on another pod's
+node leaves that pod without room there. kube-scheduler's part (binding, nodes turning
+Ready) is played by writing to the API server emulator; time is a `FakeClock`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import attrs
+import pytest
+
+from karpy.cloud.fake import FakeCloudProvider
+from karpy.cloud.fake.catalog import embedded_catalog
+from karpy.cloud.unavailable import UnavailableOfferings
+from karpy.provisioning.nominations import Ended
+from karpy.provisioning.provisioner import ROUND, Provisioner
+from karpy.settings import Settings
+from tests import factories as f
+from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
+from tests.kube.fakeclock import FakeClock
+
+INSTANCE_TYPE = "c-2x-amd64-linux"
+NODECLAIMS = "nodeclaims.karpenter.sh"
+
+
+@attrs.define
+class Cluster:
+    """The world, the provisioner under test, and kube-scheduler's moves."""
+
+    world: World
+    provisioner: Provisioner
+    clock: FakeClock
+
+    @property
+    def store(self) -> Any:
+        return self.world.apiserver.store
+
+    async def round(self) -> None:
+        await self.world.settled()
+        await self.provisioner.reconcile(ROUND)
+        await self.world.settled()
+
+    def pending_pod(self, name: str) -> None:
+        pod = f.pod(name, requests={"cpu": "1200m"}, unschedulable=True)
+        created = self.store.create("pods", pod)
+        created["status"] = pod["status"]  # as kube-scheduler marks it
+        self.store.update_status("pods", created)
+
+    def claims(self) -> list[str]:
+        return sorted(c["metadata"]["name"] for c in self.store.list(NODECLAIMS))
+
+    def initialize(self, claim_name: str) -> str:
+        """The NodeClaim's instance launched, its node registered and is initialized;
+        the node's name."""
+        claim = self.store.get(NODECLAIMS, claim_name)
+        node_name = f"node-{claim_name}"
+        provider_id = f"fake:///{claim_name}"
+        labels = {
+            **claim["metadata"].get("labels", {}),
+            "node.kubernetes.io/instance-type": INSTANCE_TYPE,
+            "karpenter.sh/registered": "true",
+            "karpenter.sh/initialized": "true",
+        }
+        allocatable = {"cpu": "1900m", "memory": "4086Mi", "pods": "32"}
+        self.store.create("nodes", f.node(node_name, labels=labels, allocatable=allocatable,
+                                          provider_id=provider_id))  # fmt: skip
+        stamp = self.clock.now().isoformat().replace("+00:00", "Z")
+        claim["status"] = {
+            "providerID": provider_id,
+            "nodeName": node_name,
+            "capacity": {"cpu": "2", "memory": "4Gi", "pods": "32"},
+            "allocatable": allocatable,
+            "conditions": [
+                {"type": kind, "status": "True", "reason": kind, "message": "",
+                 "lastTransitionTime": stamp}
+                for kind in ("Launched", "Registered", "Initialized")
+            ],
+        }  # fmt: skip
+        self.store.update_status(NODECLAIMS, claim)
+        return node_name
+
+    def bind(self, pod: str, node: str) -> None:
+        self.store.bind(pod, node)
+
+    def nominated_to(self, pod: str) -> str | None:
+        return self.provisioner.live_nominations(self.world.state.snapshot()).get(f"default/{pod}")
+
+    def ended(self, outcome: Ended) -> float:
+        return self._sample("karpy_nominations_ended_total", {"outcome": outcome.value})
+
+    def nodeclaims(self, plan: str) -> float:
+        return self._sample("karpy_provisioning_nodeclaims_total", {"plan": plan})
+
+    def _sample(self, name: str, labels: dict[str, str]) -> float:
+        return self.world.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+@contextlib.asynccontextmanager
+async def cluster(apiserver) -> AsyncIterator[Cluster]:
+    async with controller_world(apiserver) as world:
+        apiserver.store.create("ec2nodeclasses.karpenter.k8s.aws", EXAMPLE_NODECLASS)
+        only_one_type = f.nodepool_requirement(
+            "node.kubernetes.io/instance-type", "In", [INSTANCE_TYPE]
+        )
+        apiserver.store.create("nodepools.karpenter.sh",
+                               f.nodepool("default", requirements=[only_one_type]))  # fmt: skip
+        await world.settled()
+        clock = FakeClock()
+        unavailable = UnavailableOfferings()
+        provider = FakeCloudProvider(embedded_catalog(), client=world.client, state=world.state,
+                                     unavailable=unavailable)  # fmt: skip
+        provisioner = Provisioner(
+            world.state, world.client, provider, world.recorder,
+            Settings(cluster_name="test", cloud_provider="fake"),
+            trigger=lambda _: True, unavailable=unavailable,
+            metrics=world.metrics.karpenter, clock=clock,
+        )  # fmt: skip
+        yield Cluster(world, provisioner, clock)
+
+
+async def two_planned_nodeclaims(c: Cluster) -> tuple[str, str]:
+    """x planned onto NodeClaim A, then y onto B (x's nomination fills A)."""
+    c.pending_pod("x")
+    await c.round()
+    (a,) = c.claims()
+    c.pending_pod("y")
+    await c.round()
+    (b,) = [name for name in c.claims() if name != a]
+    assert (c.nominated_to("x"), c.nominated_to("y")) == (a, b)
+    return a, b
+
+
+@pytest.mark.parametrize("b_state", ["in_flight", "initialized"])
+async def test_pods_displaced_from_their_node_go_to_room_left_on_another_before_a_new_one(
+    apiserver, b_state
+):
+    async with cluster(apiserver) as c:
+        a, b = await two_planned_nodeclaims(c)
+        # A is ready first; kube-scheduler (LeastAllocated) puts y there, not x.
+        node_a = c.initialize(a)
+        if b_state == "initialized":
+            c.initialize(b)
+        c.bind("y", node_a)
+        await c.round()
+
+        assert c.claims() == sorted([a, b]), "no NodeClaim launched for x: B has room for it"
+        assert c.nominated_to("x") == b
+        assert c.ended(Ended.NO_ROOM) == 1  # x on A
+        assert c.ended(Ended.BOUND_ELSEWHERE) == 1  # y, planned on B, bound on A
+        assert (c.nodeclaims("first"), c.nodeclaims("replanned")) == (2, 0)
+
+
+async def test_a_pod_with_no_room_left_anywhere_gets_a_nodeclaim_counted_as_replanned(apiserver):
+    async with cluster(apiserver) as c:
+        c.pending_pod("x")
+        await c.round()
+        (a,) = c.claims()
+        node_a = c.initialize(a)
+        # Something else took x's room on A before kube-scheduler got to x.
+        c.store.create("pods", f.pod("intruder", requests={"cpu": "1200m"}, node_name=node_a))
+        await c.round()
+
+        (replacement,) = [name for name in c.claims() if name != a]
+        assert c.nominated_to("x") == replacement
+        assert c.ended(Ended.NO_ROOM) == 1
+        assert (c.nodeclaims("first"), c.nodeclaims("replanned")) == (1, 1)
+
+        node_r = c.initialize(replacement)
+        c.bind("x", node_r)
+        await c.round()
+        assert c.ended(Ended.BOUND_TO_TARGET) == 1
+
+        # A pod of the same name later (a StatefulSet's pod recreated), with no room left
+        # for it, is new: the memory of x's replanning went when x was bound.
+        c.store.delete("pods", "x", "default", grace_period_seconds=0)
+        c.store.create("pods", f.pod("another", requests={"cpu": "1200m"}, node_name=node_r))
+        c.pending_pod("x")
+        await c.round()
+        assert c.ended(Ended.POD_GONE) == 0, "x was bound: its nomination had already ended"
+        assert (c.nodeclaims("first"), c.nodeclaims("replanned")) == (2, 1)
+
+
+async def test_a_nomination_that_expires_is_placed_again_on_the_room_still_left(apiserver):
+    async with cluster(apiserver) as c:
+        c.pending_pod("x")
+        await c.round()
+        (a,) = c.claims()
+        c.initialize(a)
+        await c.round()
+        assert c.nominated_to("x") == a, "within the window kube-scheduler may still bind it"
+
+        await c.clock.advance(c.provisioner.nominations.window + 1)
+        await c.round()
+        assert c.ended(Ended.EXPIRED) == 1
+        assert c.claims() == [a], "A still has room for x: nothing new is launched"
+        assert c.nominated_to("x") == a
+        assert (c.nodeclaims("first"), c.nodeclaims("replanned")) == (1, 0)
+
+
+async def test_a_pod_whose_target_goes_takes_the_room_a_deleted_pod_left(apiserver):
+    async with cluster(apiserver) as c:
+        a, b = await two_planned_nodeclaims(c)
+        c.store.delete("pods", "x", "default", grace_period_seconds=0)
+        c.store.delete(NODECLAIMS, b)
+        await c.round()
+        assert c.ended(Ended.POD_GONE) == 1
+        assert c.ended(Ended.TARGET_GONE) == 1
+        assert c.nominated_to("y") == a, "the room x left on A, rather than a new NodeClaim"
+        assert (c.nodeclaims("first"), c.nodeclaims("replanned")) == (2, 0)
+
+
+def test_every_outcome_is_exported_from_the_start():
+    from prometheus_client import CollectorRegistry
+
+    from karpy.observability.karpenter_metrics import KarpenterMetrics
+
+    registry = CollectorRegistry()
+    KarpenterMetrics(registry)
+    for outcome in Ended:
+        value = registry.get_sample_value("karpy_nominations_ended_total",
+                                          {"outcome": outcome.value})  # fmt: skip
+        assert value == 0, outcome
+    for plan in ("first", "replanned"):
+        assert registry.get_sample_value("karpy_provisioning_nodeclaims_total", {"plan": plan}) == 0
