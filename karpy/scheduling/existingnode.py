@@ -62,12 +62,14 @@ class ExistingNode:
         remaining: ResourceList,
         host_ports: list[HostPort],
         volumes: VolumeUsage | None = None,
+        *,
+        requirements: Requirements | None = None,
     ) -> None:
         self.node = node
         self.index = index
         self.hostname = node.hostname
         self.taints: tuple[Taint, ...] = node.taints
-        self.requirements = Requirements.from_labels(
+        self.requirements = requirements or Requirements.from_labels(
             {k: v for k, v in node.labels.items() if k != LABEL_HOSTNAME}
         )
         self.remaining = remaining
@@ -164,21 +166,9 @@ def existing_nodes(cluster: ClusterSnapshot) -> list[ExistingNode]:
     What is left on a node is its allocatable minus the requests of the (non-terminal)
     pods bound to it, minus the DaemonSet pods expected there but not running yet.
     """
-    requests_by_node: dict[str, ResourceList] = {}
-    daemon_by_node: dict[str, ResourceList] = {}
-    ports_by_node: dict[str, list[HostPort]] = {}
-    for pod in cluster.bound_pods:
-        if pod.is_terminal:
-            continue
-        node_requests = requests_by_node.setdefault(pod.node_name, {})
-        for name, value in pod.requests.items():
-            node_requests[name] = node_requests.get(name, 0) + value
-        if pod.is_daemonset_pod:
-            daemon = daemon_by_node.setdefault(pod.node_name, {})
-            for name, value in pod.requests.items():
-                daemon[name] = daemon.get(name, 0) + value
-        if pod.host_ports:
-            ports_by_node.setdefault(pod.node_name, []).extend(pod.host_ports)
+    index = cluster.index
+    used = index.usage(cluster.bound_pods)
+    requests_by_node, daemon_by_node, ports_by_node = used.requests, used.daemons, used.ports
     active = sorted(
         (n for n in cluster.capacity if not n.marked_for_deletion),
         key=lambda n: (not n.initialized, n.name),
@@ -212,6 +202,7 @@ def existing_nodes(cluster: ClusterSnapshot) -> list[ExistingNode]:
                 subtract(available, overhead),
                 list(ports_by_node.get(node.name, ())),
                 usage,
+                requirements=index.node_requirements(node),
             )
         )
     return out

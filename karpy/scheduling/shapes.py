@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from karpy.apis.labels import LABEL_HOSTNAME
+from karpy.scheduling.clusterindex import bound_selector_keys
 from karpy.scheduling.kinds import PreferencePolicy
 from karpy.scheduling.requirements import IN, Requirement, Requirements
 from karpy.scheduling.taints import PREFER_NO_SCHEDULE_TOLERATION
@@ -317,7 +318,4 @@ def visible_label_keys(pods: Sequence[Pod], bound: Sequence[Pod]) -> frozenset[s
             keys.update(term.selector.keys())
         for weighted in (*pod.preferred_affinity, *pod.preferred_anti_affinity):
             keys.update(weighted.term.selector.keys())
-    for pod in bound:
-        for term in pod.required_anti_affinity:
-            keys.update(term.selector.keys())
-    return frozenset(keys)
+    return frozenset(keys) | bound_selector_keys(bound)

@@ -43,7 +43,7 @@ import attrs
 
 from karpy.base.gcpause import gc_paused
 from karpy.scheduling.algebra import RequirementAlgebra
-from karpy.scheduling.boundpods import BoundPods
+from karpy.scheduling.clusterindex import ClusterIndex
 from karpy.scheduling.daemonsets import daemon_overhead_groups
 from karpy.scheduling.environment import RoundEnvironment
 from karpy.scheduling.existingnode import ExistingNode, existing_nodes
@@ -116,6 +116,8 @@ class ClusterSnapshot:
     daemonset_pods: tuple[Pod, ...] = ()  # one pod per DaemonSet, from its template
     namespaces: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)  # name -> labels
     volumes: VolumeCatalog = attrs.field(factory=VolumeCatalog)
+    # derived from the bound pods once, shared by the copies that keep them (what-ifs)
+    index: ClusterIndex = attrs.field(factory=ClusterIndex, eq=False, repr=False)
 
 
 class Scheduler:
@@ -217,7 +219,7 @@ class Scheduler:
             universe=self.context.domains,
             nodes_by_name={n.name: n for n in self.cluster.nodes},
             domain_nodes=[n for n in self.cluster.capacity if not n.marked_for_deletion],
-            bound_pods=BoundPods(self.cluster.bound_pods),
+            bound_pods=self.cluster.index.bound(self.cluster.bound_pods),
             namespace_labels=self.cluster.namespaces,
             excluded=frozenset(excluded),
             policy=self.policy,
@@ -292,7 +294,8 @@ class Scheduler:
     def _shapes(
         self, pods: Sequence[Pod], unschedulable: list[Unschedulable]
     ) -> tuple[ShapeBuilder, list[tuple[Pod, PodShape]]]:
-        visible = visible_label_keys(pods, self.cluster.bound_pods)
+        bound = self.cluster.bound_pods
+        visible = visible_label_keys(pods, ()) | self.cluster.index.selector_keys(bound)
         builder = ShapeBuilder(visible, self.policy)
         schedulable: list[tuple[Pod, PodShape]] = []
         volumes = self.cluster.volumes
