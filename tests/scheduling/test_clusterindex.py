@@ -4,16 +4,19 @@ bound pods sees its own."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from karpy.scheduling.nodes import cluster_nodes, node_from_dict
+from karpy.scheduling.pods import Pod
 from karpy.scheduling.solver import ClusterSnapshot, Scheduler
 from tests.scheduling.builders import context, instance_type, pod
 
 CONTEXT = context([instance_type("medium", "4", "16Gi", price=1.0)])
 
 
-def node(name: str) -> dict:
+def node(name: str) -> dict[str, Any]:
     labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
@@ -31,7 +34,7 @@ def node(name: str) -> dict:
     return {"metadata": {"name": name, "labels": labels}, "status": status}
 
 
-def cluster_with(bound: tuple) -> ClusterSnapshot:
+def cluster_with(bound: tuple[Pod, ...]) -> ClusterSnapshot:
     nodes = (node_from_dict(node("node-a")),)
     return ClusterSnapshot(nodes=nodes, capacity=tuple(cluster_nodes(nodes, ())),
                            bound_pods=bound)  # fmt: skip
