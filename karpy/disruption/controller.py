@@ -223,7 +223,8 @@ class Disruption:
             DisruptionReason.UNDERUTILIZED, ConsolidationType.SINGLE, chosen,
             lambda: single_node_command(chosen, what_if.cancelled_by(cancel),
                                         spot_to_spot=spot_to_spot,
-                                        out_of_time=lambda: time.monotonic() > deadline),
+                                        out_of_time=lambda: time.monotonic() > deadline,
+                                        why_not=what_if.why_not),
         ))  # fmt: skip
         self._report_unconsolidatable(outcome, "Unconsolidatable")
         if outcome.command is None:

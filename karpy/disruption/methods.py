@@ -12,7 +12,9 @@
    ``Underutilized`` budget (at most 100): a binary search for the longest prefix whose
    pods fit on the rest of the cluster plus at most one new node cheaper than them all.
 4. **Single-node consolidation** (`single_node_command`): the same candidates one by one:
-   delete one whose pods fit elsewhere, or replace it with one strictly cheaper node.
+   delete one whose pods fit elsewhere, or replace it with one strictly cheaper node;
+   a candidate that fails a cheap necessary condition (`karpy.disruption.prefilter`)
+   is refused without a what-if.
 
 A replacement is only ever cheaper: its instance-type options are cut to those priced
 below the nodes it replaces (and, when several nodes are replaced and one of their types
@@ -291,12 +293,20 @@ def single_node_command(
     *,
     spot_to_spot: bool,
     out_of_time: Callable[[], bool] = lambda: False,
+    why_not: Callable[[Candidate], str] = lambda _: "",
 ) -> Outcome:
-    """The first candidate that can be deleted or replaced by a cheaper node."""
+    """The first candidate that can be deleted or replaced by a cheaper node.
+
+    ``why_not`` is a cheap necessary condition (`karpy.disruption.prefilter`): a
+    candidate it refuses is refused with its reason, without a what-if."""
     refused: list[tuple[Candidate, str]] = []
     for candidate in chosen:
         if out_of_time():
             break
+        hopeless = why_not(candidate)
+        if hopeless:
+            refused.append((candidate, hopeless))
+            continue
         command, why = consolidate([candidate], simulate, spot_to_spot=spot_to_spot,
                                    consolidation_type=ConsolidationType.SINGLE)  # fmt: skip
         if command is not None:

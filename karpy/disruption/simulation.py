@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from karpy.base.gcpause import gc_paused
+from karpy.disruption.prefilter import Prefilter
 from karpy.provisioning.inputs import RoundInput, build_round_input
 from karpy.scheduling.reschedule import reschedulable_pods
 from karpy.scheduling.solver import Scheduler
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
     from karpy.disruption.candidates import Candidate
     from karpy.provisioning.contextcache import CompiledContext
+    from karpy.scheduling.pods import Pod
     from karpy.scheduling.results import NodeClaimPlan, Results
     from karpy.settings import Settings
     from karpy.state.snapshot import StateSnapshot
@@ -52,7 +54,9 @@ class WhatIf:
     """What-if rounds on one snapshot: the round's inputs without any candidate are
     built once, on the first call (the costly part at thousands of nodes; a pass that
     finds only empty nodes never pays for it), and each call marks its candidates
-    deleted and adds their pods."""
+    deleted and adds their pods. `why_not` answers from the same inputs, in
+    microseconds, when a single candidate cannot be consolidated at all
+    (`karpy.disruption.prefilter`)."""
 
     def __init__(
         self,
@@ -69,6 +73,7 @@ class WhatIf:
         self.settings = settings
         self.budget = budget
         self._base: RoundInput | None = None
+        self._prefilter: Prefilter | None = None
         self.budgets = [b.budget for b in snapshot.budgets.values()]
         self.cancel: threading.Event | None = None  # set: solves raise SolveCancelled
 
@@ -85,6 +90,22 @@ class WhatIf:
                                            nominated=self.nominated)  # fmt: skip
         return self._base
 
+    def why_not(self, candidate: Candidate) -> str:
+        """Why ``candidate`` alone can be neither deleted nor replaced, whatever the
+        what-if would say; "" if it might be (then run the what-if)."""
+        if candidate.price is None:
+            return ""
+        if self._prefilter is None:
+            cluster = self.base.cluster
+            self._prefilter = Prefilter(cluster.capacity, cluster.bound_pods,
+                                        self.compiled.context)  # fmt: skip
+        return self._prefilter.why_not(candidate.name, candidate.price, self._own([candidate]))
+
+    def _own(self, candidates: Sequence[Candidate]) -> tuple[Pod, ...]:
+        """The candidates' pods that would move (the what-if schedules exactly these)."""
+        pods = (info.pod for c in candidates for info in c.pods)
+        return tuple(reschedulable_pods(pods, self.budgets))
+
     def __call__(self, candidates: Sequence[Candidate]) -> Simulation:
         with gc_paused():
             return self._what_if(candidates)
@@ -96,7 +117,7 @@ class WhatIf:
             attrs.evolve(n, marked_for_deletion=True) if n.name in names else n
             for n in base.cluster.capacity
         )
-        own = reschedulable_pods((info.pod for c in candidates for info in c.pods), self.budgets)
+        own = self._own(candidates)
         pods = (*base.pods, *own)
         settings = self.settings
         scheduler = Scheduler(
