@@ -20,8 +20,9 @@ A round (`Provisioner.reconcile`) runs only on a synced cluster state, one at a 
 It is a `karpy.reconcile` reconciler with one key: pod and node changes do not queue it
 directly but trigger the `Batcher` (``keys_for``), whose closing window queues the round,
 and the periodic resync (every ``resync`` seconds, 10 by default as Karpenter requeues
-pending pods) queues one while pods are pending, so a pod whose nomination lapsed or
-whose NodeClaim failed is looked at again without any new event.
+pending pods) queues one while pods are pending or nominations are held, so a pod whose
+nomination lapsed or whose NodeClaim failed is looked at again without any new event, and
+the nominations of pods bound since end (and are counted) even when nothing is pending.
 """
 
 from __future__ import annotations
@@ -147,7 +148,10 @@ class Provisioner:
         return ()
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return (ROUND,) if snapshot.pending else ()
+        # While nominations are held a round runs too, if only to end them: the last
+        # pods of a scale-up are bound when nothing is pending any more, and their
+        # outcomes would otherwise go uncounted (and their nominations kept) until then.
+        return (ROUND,) if snapshot.pending or len(self.nominations) else ()
 
     # --- the round -----------------------------------------------------------------------
 

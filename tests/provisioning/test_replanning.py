@@ -231,3 +231,19 @@ def test_every_outcome_is_exported_from_the_start():
         assert value == 0, outcome
     for plan in ("first", "replanned"):
         assert registry.get_sample_value("karpy_provisioning_nodeclaims_total", {"plan": plan}) == 0
+
+
+async def test_nominations_of_the_last_pods_bound_are_ended_by_the_resync(apiserver):
+    async with cluster(apiserver) as c:
+        c.pending_pod("x")
+        await c.round()
+        (a,) = c.claims()
+        c.bind("x", c.initialize(a))
+        await c.world.settled()
+        snapshot = c.world.state.snapshot()
+        assert not snapshot.pending
+        assert list(c.provisioner.all_keys(snapshot)) == [ROUND], "a nomination is held"
+
+        await c.round()
+        assert c.ended(Ended.BOUND_TO_TARGET) == 1
+        assert list(c.provisioner.all_keys(c.world.state.snapshot())) == []
