@@ -69,12 +69,15 @@ class NominationOutcomes:
         key -> target. ``fits`` is `Nominations.prune`'s (can the pod still go on its
         initialized target?); ``in_flight`` names NodeClaims created that the informer has
         not delivered yet (they exist, uninitialized)."""
-        pruned = nominations.prune(
-            lambda pod: pod_node(snapshot, pod),
-            lambda target: target_state(snapshot, target, now, in_flight=in_flight),
-            now,
-            fits=fits,
-        )
+        states: dict[str, TargetState] = {}  # many pods share a target: read it once
+
+        def state_of(target: str) -> TargetState:
+            state = states.get(target)
+            if state is None:
+                state = states[target] = target_state(snapshot, target, now, in_flight=in_flight)
+            return state
+
+        pruned = nominations.prune(lambda pod: pod_node(snapshot, pod), state_of, now, fits=fits)
         for pod, outcome in pruned.ended.items():
             if outcome.still_pending:
                 self._replanned.add(pod)
