@@ -21,7 +21,10 @@ pods, with *room* = allocatable minus the requests of the pods bound or nominate
 * all the pods together must fit in the total room of the other nodes, plus that
   type's allocatable when a new node is needed or helps.
 
-Everything else the scheduler checks (requirements, affinity, taints, topology,
+One constraint is counted, because it is cheap, certain and common: a pod with required
+pod anti-affinity on the hostname has no room on a node that runs a pod its term selects
+(one such pod per node is the usual shape, and then it fits no other node at all).
+Everything else the scheduler checks (requirements, other affinity, taints, topology,
 DaemonSet overhead, host ports, volumes, the pending pods that compete for the same
 room, the spot-to-spot rules) is ignored here: ignoring a constraint only makes the
 check more permissive, so a candidate it refuses is one the what-if would refuse too.
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from karpy.apis.labels import LABEL_HOSTNAME
 from karpy.scheduling.resources import ResourceList, add_into, fits, merge, subtract
 
 if TYPE_CHECKING:
@@ -42,10 +46,12 @@ if TYPE_CHECKING:
     from karpy.scheduling.context import SchedulingContext
     from karpy.scheduling.nodes import ClusterNode
     from karpy.scheduling.pods import Pod
+    from karpy.scheduling.selectors import LabelSelector
 
 __all__ = ["Prefilter"]
 
 RequestKey = tuple[tuple[str, int], ...]
+Exclusion = tuple[frozenset[str], "LabelSelector"]  # an anti-affinity term's namespaces, selector
 
 
 class Prefilter:
@@ -59,9 +65,12 @@ class Prefilter:
         context: SchedulingContext,
     ) -> None:
         used: dict[str, ResourceList] = {}
+        self.active: list[Pod] = []  # what the scheduler's topology counts
         for pod in bound_pods:
             if not pod.is_terminal:
                 add_into(used.setdefault(pod.node_name, {}), pod.requests)
+                if pod.is_active and pod.node_name:
+                    self.active.append(pod)
         self.room: dict[str, ResourceList] = {}
         for node in capacity:
             if node.marked_for_deletion or not node.initialized:
@@ -71,7 +80,8 @@ class Prefilter:
                 self.room[node.name] = room
         self.total_room = merge(*self.room.values())
         self.shapes = _cheapest_shapes(context)
-        self._hosts: dict[RequestKey, tuple[str, ...]] = {}
+        self._hosts: dict[tuple[RequestKey, tuple[Exclusion, ...]], tuple[str, ...]] = {}
+        self._excluded: dict[Exclusion, frozenset[str]] = {}
 
     def why_not(self, name: str, price: float, pods: Sequence[Pod]) -> str:
         """Why node ``name`` (costing ``price`` an hour), whose reschedulable pods are
@@ -85,7 +95,7 @@ class Prefilter:
         stranded = 0
         for pod in pods:
             add_into(total, pod.requests)
-            if not any(host != name for host in self._hosts_for(pod.requests)):
+            if not any(host != name for host in self._hosts_for(pod)):
                 add_into(homeless, pod.requests)
                 stranded += 1
         if not stranded and fits(total, others):
@@ -99,19 +109,45 @@ class Prefilter:
                  else "its pods exceed the room left on other nodes")  # fmt: skip
         return f"{where} and no cheaper instance type can hold them"
 
-    def _hosts_for(self, requests: ResourceList) -> tuple[str, ...]:
-        """Up to two nodes with room for ``requests`` (two: one may be the candidate)."""
-        key = tuple(sorted(requests.items()))
+    def _hosts_for(self, pod: Pod) -> tuple[str, ...]:
+        """Up to two nodes with room for ``pod`` (two: one may be the candidate)."""
+        requests = pod.requests
+        exclusions = _exclusions(pod)
+        key = (tuple(sorted(requests.items())), exclusions)
         hosts = self._hosts.get(key)
         if hosts is None:
+            excluded = frozenset[str]().union(*(self._nodes_running(e) for e in exclusions))
             found: list[str] = []
             for node, room in self.room.items():
-                if fits(requests, room):
+                if node not in excluded and fits(requests, room):
                     found.append(node)
                     if len(found) == 2:
                         break
             hosts = self._hosts[key] = tuple(found)
         return hosts
+
+    def _nodes_running(self, exclusion: Exclusion) -> frozenset[str]:
+        """Nodes running a pod that ``exclusion`` selects."""
+        nodes = self._excluded.get(exclusion)
+        if nodes is None:
+            namespaces, selector = exclusion
+            nodes = self._excluded[exclusion] = frozenset(
+                p.node_name
+                for p in self.active
+                if p.namespace in namespaces and selector.matches(p.labels)
+            )
+        return nodes
+
+
+def _exclusions(pod: Pod) -> tuple[Exclusion, ...]:
+    """The pod's required hostname anti-affinity terms, as (namespaces, selector); terms
+    with a namespace selector are left out (they need namespace labels; leaving a
+    constraint out only makes the check more permissive)."""
+    return tuple(
+        (frozenset(term.namespaces or (pod.namespace,)), term.selector)
+        for term in pod.required_anti_affinity
+        if term.topology_key == LABEL_HOSTNAME and term.namespace_selector is None
+    )
 
 
 def _cheapest_shapes(context: SchedulingContext) -> list[tuple[float, ResourceList]]:

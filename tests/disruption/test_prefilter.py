@@ -24,10 +24,12 @@ from karpy.disruption.simulation import Simulation, WhatIf
 from karpy.kube.events import Event
 from karpy.provisioning.contextcache import CompiledContext
 from karpy.settings import Settings
+from tests import factories as f
 from tests.disruption.world import NOW, World, managed_node, nodepool, pod_on
 from tests.kube.fakeclock import FakeClock
 
 POOL = nodepool()
+HOSTNAME = "kubernetes.io/hostname"
 CHEAPEST = "c-1x-amd64-linux"  # 900m allocatable; its spot offering is the catalog's cheapest
 
 
@@ -119,6 +121,41 @@ def test_pods_that_fit_no_other_node_must_fit_one_cheaper_type_together() -> Non
     assert command is None
 
 
+def nginx_on(node: str, name: str, cpu: str = "100m") -> dict[str, Any]:
+    """A pod that wants no other ``app=nginx`` pod on its node."""
+    term = f.pod_affinity_term(HOSTNAME, match_labels={"app": "nginx"})
+    return pod_on(node, name, cpu=cpu, labels={"app": "nginx"}, pod_anti_affinity=[term])
+
+
+def test_a_pod_has_no_room_beside_a_pod_its_hostname_anti_affinity_selects() -> None:
+    # Each node has 800m free, but its nginx pod is the one the other's pod avoids.
+    world = World([POOL, *managed_node("a", CHEAPEST, capacity_type="spot"), nginx_on("a", "x"),
+                   *managed_node("b", CHEAPEST, capacity_type="spot"),
+                   nginx_on("b", "y")])  # fmt: skip
+    check = what_if(world)
+    for candidate in world.candidates():
+        assert "1 of its pods fit on no other node" in check.why_not(candidate)
+        command, _ = consolidate([candidate], world.simulate, spot_to_spot=True,
+                                 consolidation_type=ConsolidationType.SINGLE)  # fmt: skip
+        assert command is None
+    # Without the anti-affinity, each pod fits beside the other.
+    plain = World([POOL, *managed_node("a", CHEAPEST, capacity_type="spot"), pod_on("a", "x"),
+                   *managed_node("b", CHEAPEST, capacity_type="spot"),
+                   pod_on("b", "y")])  # fmt: skip
+    assert [what_if(plain).why_not(c) for c in plain.candidates()] == ["", ""]
+
+
+def test_hostname_anti_affinity_leaves_the_room_beside_pods_it_does_not_select() -> None:
+    world = World([POOL, *managed_node("a", CHEAPEST, capacity_type="spot"), nginx_on("a", "x"),
+                   *managed_node("b", CHEAPEST, capacity_type="spot"),
+                   pod_on("b", "web", labels={"app": "web"})])  # fmt: skip
+    candidate = by_name(world)["a"]
+    assert what_if(world).why_not(candidate) == ""
+    command, why = consolidate([candidate], world.simulate, spot_to_spot=True,
+                               consolidation_type=ConsolidationType.SINGLE)  # fmt: skip
+    assert command is not None and not command.replacements, why
+
+
 class CountingSimulate:
     def __init__(self, world: World) -> None:
         self.world = world
@@ -192,7 +229,11 @@ def test_a_prefilter_refusal_is_reported_as_unconsolidatable() -> None:
             st.sampled_from(["c-1x", "c-2x", "s-2x", "c-4x", "m-4x", "c-8x"]),
             st.sampled_from(["spot", "on-demand"]),
             st.lists(
-                st.sampled_from(["100m", "250m", "500m", "900m", "1700m", "3500m"]), max_size=4
+                st.tuples(
+                    st.sampled_from(["100m", "250m", "500m", "900m", "1700m", "3500m"]),
+                    st.booleans(),
+                ),
+                max_size=4,
             ),
         ),
         min_size=1,
@@ -201,12 +242,13 @@ def test_a_prefilter_refusal_is_reported_as_unconsolidatable() -> None:
     st.booleans(),
 )
 def test_the_prefilter_refuses_only_what_the_what_if_refuses(
-    nodes: list[tuple[str, str, list[str]]], spot_to_spot: bool
+    nodes: list[tuple[str, str, list[tuple[str, bool]]]], spot_to_spot: bool
 ) -> None:
     objects = [POOL]
-    for i, (family_size, capacity_type, cpus) in enumerate(nodes):
+    for i, (family_size, capacity_type, pods) in enumerate(nodes):
         objects += managed_node(f"n{i}", f"{family_size}-amd64-linux", capacity_type=capacity_type)
-        objects += [pod_on(f"n{i}", f"p{i}-{j}", cpu=cpu) for j, cpu in enumerate(cpus)]
+        objects += [(nginx_on if nginx else pod_on)(f"n{i}", f"p{i}-{j}", cpu=cpu)
+                    for j, (cpu, nginx) in enumerate(pods)]  # fmt: skip
     world = World(objects, settings=Settings())
     check = what_if(world)
     for candidate in consolidation_candidates(world.candidates(), {"default": 10}):
