@@ -44,7 +44,7 @@ class Ended(enum.StrEnum):
 
     BOUND_TO_TARGET = "bound_to_target"  # bound to the node of its target: the plan held
     BOUND_ELSEWHERE = "bound_elsewhere"  # bound to another node
-    NO_ROOM = "no_room"  # the initialized target had no room left for it
+    NO_ROOM = "no_room"  # the initialized target can no longer take it (room, anti-affinity)
     EXPIRED = "expired"  # the target was initialized for the window, the pod not bound
     TARGET_GONE = "target_gone"  # the target was deleted or is being deleted
     POD_GONE = "pod_gone"  # the pod was deleted (or is being deleted) before binding

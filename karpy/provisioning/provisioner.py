@@ -40,6 +40,7 @@ from karpy.kube.events import Event, ObjectRef
 from karpy.kube.resources import NODECLAIMS
 from karpy.log import describe_error, get_logger, obj_ref
 from karpy.provisioning.cancellable import solve_in_thread
+from karpy.provisioning.conflicts import shut_out_by_anti_affinity
 from karpy.provisioning.contextcache import ContextCache
 from karpy.provisioning.inputs import build_round_input
 from karpy.provisioning.nodeclaims import nodeclaim_for, random_suffix
@@ -227,7 +228,14 @@ class Provisioner:
                 free[target] = _free_on(snapshot, target)
             room = free[target]
             info = snapshot.pending.get(pod_key)
-            return room is None or info is None or resource_fits(info.pod.requests, room)
+            if room is None or info is None:
+                return True
+            if not resource_fits(info.pod.requests, room):
+                return False
+            node_name = snapshot.node_of_claim.get(target, target)
+            node = snapshot.nodes[node_name]  # room is known: the node exists
+            bound = (i.pod for i in snapshot.pods_on(node_name))
+            return not shut_out_by_anti_affinity(info.pod, node.node.labels, bound)
 
         return self.outcomes.prune(self.nominations, snapshot, now, fits=fits,
                                    in_flight=self._created)  # fmt: skip

@@ -49,8 +49,9 @@ class Cluster:
         await self.provisioner.reconcile(ROUND)
         await self.world.settled()
 
-    def pending_pod(self, name: str) -> None:
-        pod = f.pod(name, requests={"cpu": "1200m"}, unschedulable=True)
+    def pending_pod(self, name: str, **options: Any) -> None:
+        options.setdefault("requests", {"cpu": "1200m"})
+        pod = f.pod(name, unschedulable=True, **options)
         created = self.store.create("pods", pod)
         created["status"] = pod["status"]  # as kube-scheduler marks it
         self.store.update_status("pods", created)
@@ -247,3 +248,29 @@ async def test_nominations_of_the_last_pods_bound_are_ended_by_the_resync(apiser
         await c.round()
         assert c.ended(Ended.BOUND_TO_TARGET) == 1
         assert list(c.provisioner.all_keys(c.world.state.snapshot())) == []
+
+
+async def test_a_pod_its_anti_affinity_shuts_out_of_its_node_goes_to_room_left_at_once(apiserver):
+    """Small pods that must each have a node of their own: x planned on A, y on B. A
+    turns Ready and kube-scheduler puts y there. x still fits on A by room, but y's
+    presence keeps it off A for good, so its nomination ends now (not after the window)
+    and it takes B, which y left free: no new NodeClaim."""
+    apart = {"labelSelector": {"matchLabels": {"app": "web"}},
+             "topologyKey": "kubernetes.io/hostname"}  # fmt: skip
+    spec = {"requests": {"cpu": "100m"}, "labels": {"app": "web"}, "pod_anti_affinity": [apart]}
+    async with cluster(apiserver) as c:
+        c.pending_pod("x", **spec)
+        c.pending_pod("y", **spec)
+        await c.round()
+        a, b = c.claims()
+        if c.nominated_to("x") != a:
+            a, b = b, a
+        assert (c.nominated_to("x"), c.nominated_to("y")) == (a, b)
+        node_a = c.initialize(a)
+        c.bind("y", node_a)
+        await c.round()
+
+        assert c.claims() == sorted([a, b]), "no NodeClaim launched for x: B is free"
+        assert c.nominated_to("x") == b
+        assert c.ended(Ended.NO_ROOM) == 1
+        assert c.ended(Ended.BOUND_ELSEWHERE) == 1
