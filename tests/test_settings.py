@@ -6,6 +6,8 @@ import argparse
 import asyncio
 import base64
 import io
+import subprocess
+import sys
 import threading
 
 import orjson
@@ -533,3 +535,21 @@ def test_known_feature_gates_log_nothing():
 
 async def _apply(settings: Settings) -> None:
     apply_to_process(settings)
+
+
+def test_the_controller_process_gives_its_loop_the_gil_back_within_a_millisecond():
+    """Solver threads must not hold the event loop off for the default 5 ms after each of
+    its I/O operations (karpy.base.gil); checked in a fresh interpreter so this test
+    process keeps its own setting."""
+    code = (
+        "import asyncio, sys\n"
+        "from karpy.settings import Settings\n"
+        "from karpy.settings.process import apply_to_process\n"
+        "async def main():\n"
+        "    apply_to_process(Settings(cluster_name='test', cloud_provider='fake'))\n"
+        "    print(sys.getswitchinterval())\n"
+        "asyncio.run(main())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)  # fmt: skip
+    assert float(out.stdout.strip().splitlines()[-1]) <= 0.001

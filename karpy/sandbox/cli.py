@@ -36,6 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from karpy.base.gil import share_the_gil
 from karpy.errors import UsageError
 
 if TYPE_CHECKING:
@@ -175,6 +176,7 @@ def _apiserver(args: argparse.Namespace) -> int:
     def banner(kubeconfig: Path) -> None:
         print(kubeconfig)
 
+    share_the_gil()
     return asyncio.run(_serve(args, banner))
 
 
@@ -398,6 +400,7 @@ async def _serve_cluster(args: argparse.Namespace) -> int:
 
 
 def _cluster(args: argparse.Namespace) -> int:
+    share_the_gil()  # the scheduler stand-in plans on a thread beside the API's loop
     return asyncio.run(_serve_cluster(args))
 
 

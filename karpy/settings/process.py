@@ -24,6 +24,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Final
 
+from karpy.base.gil import share_the_gil
 from karpy.log import get_logger
 
 if TYPE_CHECKING:
@@ -45,9 +46,11 @@ def worker_threads(cpu_requests: int) -> int:
 
 
 def apply_to_process(settings: Settings, loop: asyncio.AbstractEventLoop | None = None) -> None:
-    """Size the running loop's default thread pool from ``CPU_REQUESTS`` and log the
-    feature gates that are ignored. Call once, from the controller's event loop."""
+    """Size the running loop's default thread pool from ``CPU_REQUESTS``, shorten the
+    switch interval so the loop is not starved by solver threads (`share_the_gil`), and
+    log the feature gates that are ignored. Call once, from the controller's event loop."""
     loop = loop or asyncio.get_running_loop()
+    share_the_gil()
     threads = worker_threads(settings.cpu_requests)
     loop.set_default_executor(
         ThreadPoolExecutor(max_workers=threads, thread_name_prefix=THREAD_NAME_PREFIX)
