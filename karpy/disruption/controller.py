@@ -224,7 +224,8 @@ class Disruption:
             lambda: single_node_command(chosen, what_if.cancelled_by(cancel),
                                         spot_to_spot=spot_to_spot,
                                         out_of_time=lambda: time.monotonic() > deadline,
-                                        why_not=what_if.why_not),
+                                        why_not=lambda c: what_if.why_not(
+                                            c, spot_to_spot=spot_to_spot)),
         ))  # fmt: skip
         self._report_unconsolidatable(outcome, "Unconsolidatable")
         if outcome.command is None:

@@ -21,6 +21,10 @@ pods, with *room* = allocatable minus the requests of the pods bound or nominate
 * all the pods together must fit in the total room of the other nodes, plus that
   type's allocatable when a new node is needed or helps.
 
+A spot node cannot be replaced by a node that could be spot unless the
+``SpotToSpotConsolidation`` gate is on, so without the gate its replacement can only be
+an on-demand (or reserved) node, priced as such.
+
 One constraint is counted, because it is cheap, certain and common: a pod with required
 pod anti-affinity on the hostname has no room on a node that runs a pod its term selects
 (one such pod per node is the usual shape, and then it fits no other node at all).
@@ -37,7 +41,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from karpy.apis.labels import LABEL_HOSTNAME
+from karpy.apis.labels import CAPACITY_TYPE_SPOT, LABEL_HOSTNAME
 from karpy.scheduling.resources import ResourceList, add_into, fits, merge, subtract
 
 if TYPE_CHECKING:
@@ -79,13 +83,17 @@ class Prefilter:
             if all(v >= 0 for v in room.values()):  # an over-committed node fits nothing
                 self.room[node.name] = room
         self.total_room = merge(*self.room.values())
-        self.shapes = _cheapest_shapes(context)
+        self.shapes = _cheapest_shapes(context, spot=True)
+        self.shapes_without_spot = _cheapest_shapes(context, spot=False)
         self._hosts: dict[tuple[RequestKey, tuple[Exclusion, ...]], tuple[str, ...]] = {}
         self._excluded: dict[Exclusion, frozenset[str]] = {}
 
-    def why_not(self, name: str, price: float, pods: Sequence[Pod]) -> str:
+    def why_not(
+        self, name: str, price: float, pods: Sequence[Pod], *, spot_replacement: bool = True
+    ) -> str:
         """Why node ``name`` (costing ``price`` an hour), whose reschedulable pods are
-        ``pods``, can be neither deleted nor replaced by a cheaper node; "" if it might."""
+        ``pods``, can be neither deleted nor replaced by a cheaper node; "" if it might.
+        ``spot_replacement``: whether its replacement may be a spot node."""
         if not pods:
             return ""
         own = self.room.get(name)
@@ -100,13 +108,17 @@ class Prefilter:
                 stranded += 1
         if not stranded and fits(total, others):
             return ""
-        for shape_price, allocatable in self.shapes:
+        shapes = self.shapes if spot_replacement else self.shapes_without_spot
+        for shape_price, allocatable in shapes:
             if shape_price >= price:
                 break
             if fits(homeless, allocatable) and fits(total, merge(others, allocatable)):
                 return ""
         where = (f"{stranded} of its pods fit on no other node" if stranded
                  else "its pods exceed the room left on other nodes")  # fmt: skip
+        if not spot_replacement:
+            return (f"{where} and no cheaper on-demand instance type can hold them "
+                    f"(SpotToSpotConsolidation is disabled)")  # fmt: skip
         return f"{where} and no cheaper instance type can hold them"
 
     def _hosts_for(self, pod: Pod) -> tuple[str, ...]:
@@ -150,10 +162,10 @@ def _exclusions(pod: Pod) -> tuple[Exclusion, ...]:
     )
 
 
-def _cheapest_shapes(context: SchedulingContext) -> list[tuple[float, ResourceList]]:
+def _cheapest_shapes(context: SchedulingContext, *, spot: bool) -> list[tuple[float, ResourceList]]:
     """(cheapest available price, allocatable) of every instance type any NodePool may
     launch, cheapest first, without those another type at most as dear holds as much of
-    every resource (they can never be the only fit)."""
+    every resource (they can never be the only fit); spot offerings only if ``spot``."""
     options = 0
     for pool in context.pools:
         options |= pool.options
@@ -161,7 +173,14 @@ def _cheapest_shapes(context: SchedulingContext) -> list[tuple[float, ResourceLi
     for i, it in enumerate(context.index.types):
         if not options >> i & 1:
             continue
-        price = min((o.price for o in it.offerings if o.available), default=None)
+        price = min(
+            (
+                o.price
+                for o in it.offerings
+                if o.available and (spot or o.capacity_type != CAPACITY_TYPE_SPOT)
+            ),
+            default=None,
+        )
         if price is not None:
             priced.append((price, it.allocatable))
     priced.sort(key=lambda p: p[0])

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from karpy.apis.labels import CAPACITY_TYPE_SPOT
 from karpy.base.gcpause import gc_paused
 from karpy.disruption.prefilter import Prefilter
 from karpy.provisioning.inputs import RoundInput, build_round_input
@@ -90,16 +91,19 @@ class WhatIf:
                                            nominated=self.nominated)  # fmt: skip
         return self._base
 
-    def why_not(self, candidate: Candidate) -> str:
+    def why_not(self, candidate: Candidate, *, spot_to_spot: bool = True) -> str:
         """Why ``candidate`` alone can be neither deleted nor replaced, whatever the
-        what-if would say; "" if it might be (then run the what-if)."""
+        what-if would say; "" if it might be (then run the what-if). ``spot_to_spot``:
+        the ``SpotToSpotConsolidation`` gate (on, the default, is the permissive answer)."""
         if candidate.price is None:
             return ""
         if self._prefilter is None:
             cluster = self.base.cluster
             self._prefilter = Prefilter(cluster.capacity, cluster.bound_pods,
                                         self.compiled.context)  # fmt: skip
-        return self._prefilter.why_not(candidate.name, candidate.price, self._own([candidate]))
+        spot_replacement = spot_to_spot or candidate.capacity_type != CAPACITY_TYPE_SPOT
+        return self._prefilter.why_not(candidate.name, candidate.price, self._own([candidate]),
+                                       spot_replacement=spot_replacement)  # fmt: skip
 
     def _own(self, candidates: Sequence[Candidate]) -> tuple[Pod, ...]:
         """The candidates' pods that would move (the what-if schedules exactly these)."""

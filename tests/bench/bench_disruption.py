@@ -241,14 +241,18 @@ def run_settled_case(pods: int = 40_000) -> dict[str, Any]:
         return what_if(group)
 
     started = time.perf_counter()
-    outcome = single_node_command(chosen, simulate, spot_to_spot=False, why_not=what_if.why_not)
+
+    def why_not(candidate: Any) -> str:
+        return what_if.why_not(candidate, spot_to_spot=False)
+
+    outcome = single_node_command(chosen, simulate, spot_to_spot=False, why_not=why_not)
     seconds = time.perf_counter() - started
     return {
         "nodes": len(snapshot.nodes),
         "pods": pods,
         "candidates": len(candidates),
         "chosen": len(chosen),
-        "refusedWithoutWhatIf": sum(1 for c in chosen if what_if.why_not(c)),
+        "refusedWithoutWhatIf": sum(1 for c in chosen if why_not(c)),
         "whatIfs": len(tried),
         "singleSeconds": round(seconds, 3),
         "decision": outcome.command.describe() if outcome.command else None,

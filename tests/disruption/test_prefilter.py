@@ -121,6 +121,23 @@ def test_pods_that_fit_no_other_node_must_fit_one_cheaper_type_together() -> Non
     assert command is None
 
 
+def test_without_the_spot_to_spot_gate_a_spot_node_needs_a_cheaper_on_demand_type() -> None:
+    # A spot m-2x (0.047/h) with a 1,000m pod: a spot c-2x (0.038/h) would hold it, but
+    # every type with an on-demand offering below 0.047/h has 900m.
+    world = World([POOL, *managed_node("m", "m-2x-amd64-linux", capacity_type="spot"),
+                   pod_on("m", "web", cpu="1000m")])  # fmt: skip
+    (candidate,) = world.candidates()
+    check = what_if(world)
+    assert check.why_not(candidate, spot_to_spot=True) == ""
+    assert check.why_not(candidate, spot_to_spot=False) == (
+        "1 of its pods fit on no other node and no cheaper on-demand instance type can hold "
+        "them (SpotToSpotConsolidation is disabled)"
+    )
+    command, _ = consolidate([candidate], world.simulate, spot_to_spot=False,
+                             consolidation_type=ConsolidationType.SINGLE)  # fmt: skip
+    assert command is None
+
+
 def nginx_on(node: str, name: str, cpu: str = "100m") -> dict[str, Any]:
     """A pod that wants no other ``app=nginx`` pod on its node."""
     term = f.pod_affinity_term(HOSTNAME, match_labels={"app": "nginx"})
@@ -217,7 +234,8 @@ def test_a_prefilter_refusal_is_reported_as_unconsolidatable() -> None:
     asyncio.run(decider.reconcile("pass"))
     messages = {(e.involved.kind, e.involved.name): e.message for e in recorder.events
                 if e.reason == "Unconsolidatable"}  # fmt: skip
-    why = "1 of its pods fit on no other node and no cheaper instance type can hold them"
+    why = ("1 of its pods fit on no other node and no cheaper on-demand instance type can "
+           "hold them (SpotToSpotConsolidation is disabled)")  # fmt: skip
     assert messages[("Node", "a")] == why
     assert messages[("Node", "b")] == why
 
@@ -252,7 +270,7 @@ def test_the_prefilter_refuses_only_what_the_what_if_refuses(
     world = World(objects, settings=Settings())
     check = what_if(world)
     for candidate in consolidation_candidates(world.candidates(), {"default": 10}):
-        if check.why_not(candidate):
+        if check.why_not(candidate, spot_to_spot=spot_to_spot):
             command, _ = consolidate([candidate], world.simulate, spot_to_spot=spot_to_spot,
                                      consolidation_type=ConsolidationType.SINGLE)  # fmt: skip
             assert command is None, candidate.name
