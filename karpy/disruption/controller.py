@@ -17,6 +17,10 @@ Starting a command writes it to the API: each candidate NodeClaim gets the
 NodeClaims are created. `karpy.disruption.orchestration.DisruptionQueue` carries it
 out from there, so the decision survives a restart.
 
+Consolidation (multi- and single-node) waits while capacity is arriving: NodeClaims not
+yet initialized, pods nominated and not bound (`karpy.disruption.settling`; five minutes
+at most in one stretch).
+
 Nothing is cached across passes except one shortcut: when consolidation found nothing
 to do, it is not searched again until pods, nodes, NodeClaims, NodePools or budgets
 change or five minutes pass. Emptiness is computed from the pods on each node every
@@ -46,6 +50,7 @@ from karpy.disruption.methods import (
     single_node_command,
 )
 from karpy.disruption.orchestration import is_marked
+from karpy.disruption.settling import Settling
 from karpy.disruption.simulation import WhatIf
 from karpy.kube.client import priority
 from karpy.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
@@ -121,7 +126,10 @@ class Disruption:
         self.clock = clock
         self.metrics = metrics
         self.validation_delay = validation_delay
-        self._consolidated: tuple[tuple[int, ...], float] | None = None
+        # the maps consolidation last found nothing in (held, not their ids: a freed
+        # map's id can be reused), and when
+        self._consolidated: tuple[tuple[object, ...], float] | None = None
+        self.settling = Settling(clock)
         self._pending: tuple[Command, float] | None = None  # awaiting validation, and when
 
     def keys_for(self, change: StateChange) -> Iterable[str]:
@@ -199,11 +207,14 @@ class Disruption:
             self._report_unconsolidatable(outcome, "DisruptionBlocked")
             if outcome.command is not None:
                 return outcome.command
-        # 3 and 4. consolidation
-        fingerprint = tuple(id(snapshot.of(kind)) for kind in _WATCHED_FOR_CONSOLIDATION)
+        # 3 and 4. consolidation, once the capacity a scale-up asked for has arrived
+        if self.settling.wait_reason(snapshot, nominated):
+            return None
+        fingerprint = tuple(snapshot.of(kind) for kind in _WATCHED_FOR_CONSOLIDATION)
         if self._consolidated is not None:
             seen, at = self._consolidated
-            if seen == fingerprint and self.clock.monotonic() - at < CONSOLIDATED_FOR:
+            unchanged = all(a is b for a, b in zip(seen, fingerprint, strict=True))
+            if unchanged and self.clock.monotonic() - at < CONSOLIDATED_FOR:
                 return None
         budgets = self._budgets(snapshot, DisruptionReason.UNDERUTILIZED, now)
         chosen = consolidation_candidates(candidates, budgets)
