@@ -9,12 +9,16 @@ from karpy.cloud.factory import build_provider
 from karpy.cloud.fake import FakeCloudProvider
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.errors import UsageError
+from karpy.kube.backoff import TokenBucket
+from karpy.kube.client import KubeClient
 from karpy.settings import Settings
 from karpy.state.cluster import ClusterState
 
+THROTTLED = KubeClient(None, limiter=TokenBucket(200, 300))  # type: ignore[arg-type]
+
 
 def build(**settings):
-    return build_provider(Settings(cluster_name="c", **settings), client=None,  # type: ignore[arg-type]
+    return build_provider(Settings(cluster_name="c", **settings), client=THROTTLED,
                           state=ClusterState(), unavailable=UnavailableOfferings(),
                           clock=SYSTEM_CLOCK)  # fmt: skip
 
@@ -26,6 +30,14 @@ def test_fake_builds_the_fake_provider_with_its_settings(tmp_path):
     assert provider.registration_delay == 5.0
     assert provider.faults.no_capacity(("c-4x-amd64-linux", "test-zone-a", "spot"))
     assert not provider.faults.no_capacity(("c-4x-amd64-linux", "test-zone-a", "on-demand"))
+
+
+def test_the_fake_clouds_nodes_do_not_spend_karpys_request_budget():
+    """They stand in for kubelets, which write with their own credentials and limits."""
+    provider = build(cloud_provider="fake")
+    assert isinstance(provider, FakeCloudProvider)
+    assert provider.client.limiter is None
+    assert provider.client.name == "fake-kubelets"
 
 
 def test_aws_without_a_region_is_a_usage_error_saying_what_to_set(monkeypatch):

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 from karpy.cloud.fake.catalog import embedded_catalog, load_catalog
 from karpy.cloud.fake.faults import FakeFaults
 from karpy.cloud.fake.provider import FakeCloudProvider
+from karpy.kube.client import KubeClient
 
 if TYPE_CHECKING:
     from karpy.base.clock import Clock
     from karpy.cloud.unavailable import UnavailableOfferings
-    from karpy.kube.client import KubeClient
     from karpy.observability.controller_metrics import ControllerMetrics
     from karpy.settings import Settings
     from karpy.state.cluster import ClusterState
@@ -37,9 +37,13 @@ def build(
     """The fake provider ``settings`` describe; `UsageError` for a bad catalog file."""
     path = settings.fake_instance_types
     catalog = load_catalog(path) if path else embedded_catalog()
+    # The fake cloud's Nodes stand in for what each instance's kubelet writes with its own
+    # credentials: those writes do not spend karpy's request budget (KUBE_CLIENT_QPS).
+    kubelets = KubeClient(client.transport, name="fake-kubelets", metrics=client.metrics,
+                          clock=client.clock, write_gate=client.write_gate)  # fmt: skip
     return FakeCloudProvider(
         catalog,
-        client=client,
+        client=kubelets,
         state=state,
         unavailable=unavailable,
         faults=FakeFaults(settings.fake_insufficient_capacity),
