@@ -22,22 +22,28 @@ from karpy.log import get_logger, obj_ref
 from karpy.scheduling.taints import is_ephemeral_taint
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from karpy.apis.core import Taint
     from karpy.apis.nodeclaim import NodeClaim
     from karpy.lifecycle.context import Lifecycle
     from karpy.state.records import NodeInfo
 
-__all__ = ["initialize", "not_initialized_because"]
+__all__ = ["initialize", "initialized", "not_initialized_because"]
 
 log = get_logger("nodeclaim.lifecycle")
 
 WELL_KNOWN_RESOURCES: Final = frozenset({"cpu", "memory", "pods", "ephemeral-storage", "nodes"})
 
 
-def not_initialized_because(claim: NodeClaim, node: NodeInfo) -> tuple[str, str] | None:
-    """(reason, message) that keeps ``node`` from being initialized, or None."""
+def not_initialized_because(
+    claim: NodeClaim, node: NodeInfo, taints: Sequence[Taint] | None = None
+) -> tuple[str, str] | None:
+    """(reason, message) that keeps ``node`` from being initialized, or None; with
+    ``taints``, as if the node carried those (what registration is about to write)."""
     if not node.ready:
         return "NodeNotReady", "Node status is NotReady"
-    taints = node.spec_taints
+    taints = node.spec_taints if taints is None else taints
     startup = [t for t in taints if any(s.matches(t) for s in claim.spec.startup_taints)]
     if startup:
         names = ", ".join(f"{t.key}:{t.effect}" for t in startup)
@@ -76,6 +82,12 @@ async def initialize(ctx: Lifecycle, claim: NodeClaim) -> NodeClaim:
             NODES, node.name, {"metadata": {"labels": {LABEL_INITIALIZED: "true"}}}
         )
     claim = await ctx.set_conditions(claim, (INITIALIZED, "True", INITIALIZED, ""))
+    initialized(ctx, claim, node)
+    return claim
+
+
+def initialized(ctx: Lifecycle, claim: NodeClaim, node: NodeInfo) -> None:
+    """Log and count ``claim`` initialized (its condition and label are written)."""
     log.info("initialized nodeclaim", **obj_ref("NodeClaim", claim.name),
              **obj_ref("Node", node.name),
              allocatable=format_resource_list(node.node.allocatable))  # fmt: skip
@@ -83,4 +95,3 @@ async def initialize(ctx: Lifecycle, claim: NodeClaim) -> NodeClaim:
         ctx.metrics.nodeclaims_initialized.labels(
             claim.metadata.labels.get(LABEL_NODEPOOL, "")
         ).inc()
-    return claim

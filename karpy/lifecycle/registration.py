@@ -8,6 +8,14 @@ finalizer (so deleting the Node drains it first), labels it
 ``karpenter.sh/registered=true`` and removes the ``karpenter.sh/unregistered`` taint that
 kept pods off it until now (an ``UnregisteredTaintMissing`` Event when it was not there).
 The NodeClaim gets ``Registered=True`` and ``status.nodeName``.
+
+A Node that is already Ready when it registers, with nothing else holding initialization
+back once the registration's taints are written (no startup taint, no ephemeral taint,
+every extended resource there; `not_initialized_because`), is initialized in the same
+two writes: the Node patch also labels it ``karpenter.sh/initialized=true`` and the
+NodeClaim gets ``Initialized=True`` with ``Registered=True``. The end state is the one
+two passes would reach, for two writes fewer per node: at 10,000 nodes that is 20,000
+requests of the controller's ``KUBE_CLIENT_QPS`` budget.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from karpy.apis.core import Taint
 from karpy.apis.labels import (
     FINALIZER_TERMINATION,
     LABEL_DO_NOT_SYNC_TAINTS,
+    LABEL_INITIALIZED,
     LABEL_NODEPOOL,
     LABEL_REGISTERED,
     LABEL_ZONE,
@@ -25,7 +34,8 @@ from karpy.apis.labels import (
 )
 from karpy.kube.events import Event
 from karpy.kube.resources import NODES
-from karpy.lifecycle.conditions import LAUNCHED, REGISTERED, is_true
+from karpy.lifecycle.conditions import INITIALIZED, LAUNCHED, REGISTERED, is_true
+from karpy.lifecycle.initialization import initialized, not_initialized_because
 from karpy.lifecycle.launch import nodeclaim_ref
 from karpy.log import get_logger, obj_ref
 
@@ -51,38 +61,52 @@ async def register(ctx: Lifecycle, claim: NodeClaim) -> NodeClaim:
         return await ctx.set_conditions(
             claim, (REGISTERED, "Unknown", "NodeNotFound", "Node not registered with cluster")
         )
+    patch = sync_patch(claim, node)
+    ready_now = not_initialized_because(claim, node, synced_taints(claim, node)) is None
+    if ready_now:
+        patch["metadata"]["labels"][LABEL_INITIALIZED] = "true"
+    joining = LABEL_REGISTERED not in node.node.labels
     if (
-        LABEL_REGISTERED not in node.node.labels
+        joining
         or TAINT_UNREGISTERED in {t.key for t in node.spec_taints}
         or FINALIZER_TERMINATION not in node.finalizers
+        or (ready_now and node.node.labels.get(LABEL_INITIALIZED) != "true")
     ):
-        await ctx.client.patch(NODES, node.name, sync_patch(claim, node))
-        if not any(t.matches(UNREGISTERED_TAINT) for t in node.spec_taints):
+        await ctx.client.patch(NODES, node.name, patch)
+        if joining and not any(t.matches(UNREGISTERED_TAINT) for t in node.spec_taints):
             ctx.recorder.publish(Event(
                 nodeclaim_ref(claim), "Warning", "UnregisteredTaintMissing",
                 f"Missing {TAINT_UNREGISTERED} taint which prevents registration related race "
                 "conditions on Karpenter-managed nodes",
             ))  # fmt: skip
-    claim = await ctx.set_conditions(
-        claim, (REGISTERED, "True", REGISTERED, ""), fields={"nodeName": node.name}
-    )
+    updates = [(REGISTERED, "True", REGISTERED, "")]
+    if ready_now:
+        updates.append((INITIALIZED, "True", INITIALIZED, ""))
+    claim = await ctx.set_conditions(claim, *updates, fields={"nodeName": node.name})
     pool = claim.metadata.labels.get(LABEL_NODEPOOL, "")
     log.info("registered nodeclaim", **obj_ref("NodeClaim", claim.name),
              **obj_ref("Node", node.name), providerID=claim.status.provider_id)  # fmt: skip
     if ctx.metrics is not None:
         ctx.metrics.nodeclaims_registered.labels(pool).inc()
         ctx.metrics.nodes_created.labels(pool, node.node.labels.get(LABEL_ZONE, "")).inc()
+    if ready_now:
+        initialized(ctx, claim, node)
     return claim
 
 
-def sync_patch(claim: NodeClaim, node: NodeInfo) -> dict[str, Any]:
-    """The merge patch that makes ``node`` the registered node of ``claim``."""
+def synced_taints(claim: NodeClaim, node: NodeInfo) -> list[Taint]:
+    """The taints ``node`` has once registration wrote ``claim``'s onto it."""
     taints = list(node.spec_taints)
     if node.node.labels.get(LABEL_DO_NOT_SYNC_TAINTS) != "true":
         for wanted in (*claim.spec.taints, *claim.spec.startup_taints):
             if not any(t.matches(wanted) for t in taints):
                 taints.append(wanted)
-    taints = [t for t in taints if not t.matches(UNREGISTERED_TAINT)]
+    return [t for t in taints if not t.matches(UNREGISTERED_TAINT)]
+
+
+def sync_patch(claim: NodeClaim, node: NodeInfo) -> dict[str, Any]:
+    """The merge patch that makes ``node`` the registered node of ``claim``."""
+    taints = synced_taints(claim, node)
     finalizers = list(node.finalizers)
     if FINALIZER_TERMINATION not in finalizers:
         finalizers.append(FINALIZER_TERMINATION)
