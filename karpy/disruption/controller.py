@@ -1,6 +1,6 @@
 """`Disruption`: every 10 seconds (and at once after acting, or when a NodeClaim turns
-Consolidatable or Drifted), decide whether to disrupt something, and start doing it
-(Karpenter's ``disruption`` singleton).
+Consolidatable or Drifted, unless a pass found nothing less than 10 seconds ago), decide
+whether to disrupt something, and start doing it (Karpenter's ``disruption`` singleton).
 
 A pass takes a fresh snapshot, finds the candidates (`karpy.disruption.candidates`),
 and tries the methods in order (`karpy.disruption.methods`): emptiness, drift,
@@ -130,6 +130,7 @@ class Disruption:
         # map's id can be reused), and when
         self._consolidated: tuple[tuple[object, ...], float] | None = None
         self.settling = Settling(clock)
+        self._quiet_at: float | None = None  # when the last pass found nothing to do
         self._pending: tuple[Command, float] | None = None  # awaiting validation, and when
 
     def keys_for(self, change: StateChange) -> Iterable[str]:
@@ -160,11 +161,20 @@ class Disruption:
                 snapshot = self.state.snapshot()
                 await self._start(validated, await self.contexts.get(snapshot))
             return requeue_after(1.0 if validated is not None else 0)
+        if self._quiet_at is not None:
+            # A pass that found nothing is followed by the next at most every POLL
+            # seconds, however many NodeClaims turn Consolidatable meanwhile: during a
+            # scale-up thousands do, and each pass walks every node on the event loop.
+            left = self._quiet_at + POLL - self.clock.monotonic()
+            if left > 0:
+                return requeue_after(left)
         snapshot = self.state.snapshot()
         compiled = await self.contexts.get(snapshot)
         command = await self._decide(snapshot, compiled)
         if command is None:
+            self._quiet_at = self.clock.monotonic()
             return DONE
+        self._quiet_at = None
         if command.consolidation_type is ConsolidationType.DRIFT:
             await self._start(command, compiled)
             return requeue_after(1.0)

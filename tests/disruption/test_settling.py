@@ -7,9 +7,10 @@ import asyncio
 from typing import Any
 
 from karpy.apis.nodeclaim import NodeClaim
-from karpy.disruption.controller import Disruption
+from karpy.disruption.controller import POLL, Disruption
 from karpy.disruption.explain import state_from_objects
 from karpy.disruption.settling import Settling
+from karpy.reconcile import DONE, requeue_after
 from karpy.settings import Settings
 from karpy.state import kinds
 from karpy.state.cluster import ClusterState
@@ -90,3 +91,26 @@ def test_a_disruption_pass_leaves_consolidation_until_capacity_has_arrived():
     launching = f.nodeclaim("default-new", nodepool="default")
     assert _unconsolidatable([*settled, launching], {}) == set()
     assert _unconsolidatable(settled, {"default/p": "b"}) == set()
+
+
+def test_a_pass_that_found_nothing_is_not_followed_by_another_within_the_poll():
+    """Thousands of NodeClaims turn Consolidatable in a scale-up, each asking for a pass;
+    after a pass that found nothing the next waits for the poll period."""
+    objects = [POOL, *full_cheap_nodes("a", "b")]
+    world = World(objects)
+    state = state_from_objects(objects)
+    for kind in state.watched:
+        state.set_synced(kind)
+    recorder = Recorder()
+    clock = FakeClock(NOW)
+    decider = Disruption(state, None, recorder, Settings(),  # type: ignore[arg-type]
+                         contexts=Contexts(world.compiled),  # type: ignore[arg-type]
+                         nominations=lambda s: {}, clock=clock)  # fmt: skip
+    assert asyncio.run(decider.reconcile("pass")) == DONE
+    looked = len(recorder.events)
+    assert looked > 0
+    asyncio.run(clock.advance(3.0))
+    assert asyncio.run(decider.reconcile("pass")) == requeue_after(POLL - 3.0)
+    assert len(recorder.events) == looked
+    asyncio.run(clock.advance(POLL))
+    assert asyncio.run(decider.reconcile("pass")) == DONE  # a pass again
