@@ -86,6 +86,7 @@ TARGETS: dict[str, dict[str, float | bool]] = {
 # Reported beside their goal but not judged yet.
 GOALS: dict[str, dict[str, float]] = {"40k": {"longest_loop_stall_seconds": 0.1}}
 TIMEOUT = 900.0
+LOGS = Path("bench/results")  # the controller's log of each diverse run goes here
 WRITE_VERBS = ("POST", "PUT", "PATCH", "APPLY", "DELETE")  # kube-apiserver's metric verbs
 # What the elector logs, and what the exit carries, when the lease could not be renewed.
 LEASE_LOST_SIGNS = ("failed to renew the leader lease in time", "could not renew lease",
@@ -451,6 +452,9 @@ def run_diverse(pods: int) -> dict[str, Any]:
             karpy.finish(60)
     result.update(_round_figures(karpy.lines))
     result["lease_lost"] = _lease_lost(karpy)
+    log = LOGS / f"provisioning-{pods}-controller.jsonl"  # to read a run afterwards
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("".join(json.dumps(line) + "\n" for line in list(karpy.lines)))
     return result
 
 
