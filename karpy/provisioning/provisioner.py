@@ -144,9 +144,24 @@ class Provisioner:
         if change.kind == kinds.POD:
             if new.provisionable:
                 self.trigger(new.pod.uid or change.key)
+            elif self._bound_elsewhere(change):
+                # kube-scheduler put it on a node planned for other pods, which may not
+                # fit there now: look again soon rather than at the next resync.
+                self.trigger(f"displaced/{new.pod.node_name}")
         elif _disrupted(new) and (change.old is None or not _disrupted(change.old)):
             self.trigger(f"node/{change.key}")  # its pods will need a home
         return ()
+
+    def _bound_elsewhere(self, change: StateChange) -> bool:
+        """Was a nominated pod just bound to a node other than its target's?"""
+        node = change.new.pod.node_name
+        if not node or (change.old is not None and change.old.pod.node_name):
+            return False
+        nomination = self.nominations.get(change.key)
+        if nomination is None:
+            return False
+        target = nomination.target
+        return node not in (target, self.state.snapshot().node_of_claim.get(target))
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
         # While nominations are held a round runs too, if only to end them: the last

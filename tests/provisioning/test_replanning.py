@@ -39,6 +39,7 @@ class Cluster:
     world: World
     provisioner: Provisioner
     clock: FakeClock
+    triggered: list[str] = attrs.field(factory=list)  # what asked the batcher for a round
 
     @property
     def store(self) -> Any:
@@ -116,16 +117,18 @@ async def cluster(apiserver) -> AsyncIterator[Cluster]:
                                f.nodepool("default", requirements=[only_one_type]))  # fmt: skip
         await world.settled()
         clock = FakeClock()
+        triggered: list[str] = []
         unavailable = UnavailableOfferings()
         provider = FakeCloudProvider(embedded_catalog(), client=world.client, state=world.state,
                                      unavailable=unavailable)  # fmt: skip
         provisioner = Provisioner(
             world.state, world.client, provider, world.recorder,
             Settings(cluster_name="test", cloud_provider="fake"),
-            trigger=lambda _: True, unavailable=unavailable,
+            trigger=lambda key: triggered.append(str(key)) is None, unavailable=unavailable,
             metrics=world.metrics.karpenter, clock=clock,
         )  # fmt: skip
-        yield Cluster(world, provisioner, clock)
+        world.state.subscribe(lambda changes: [provisioner.keys_for(c) for c in changes])
+        yield Cluster(world, provisioner, clock, triggered)
 
 
 async def two_planned_nodeclaims(c: Cluster) -> tuple[str, str]:
@@ -274,3 +277,32 @@ async def test_a_pod_its_anti_affinity_shuts_out_of_its_node_goes_to_room_left_a
         assert c.nominated_to("x") == b
         assert c.ended(Ended.NO_ROOM) == 1
         assert c.ended(Ended.BOUND_ELSEWHERE) == 1
+
+
+async def test_a_pod_bound_elsewhere_than_planned_asks_for_a_round_at_once(apiserver):
+    """y, planned on B, bound on A where x was planned: x may not fit there any more, so
+    a round is asked for now rather than at the next resync."""
+    async with cluster(apiserver) as c:
+        a, b = await two_planned_nodeclaims(c)
+        node_a = c.initialize(a)
+        c.triggered.clear()
+        c.bind("x", node_a)  # as planned: nothing to look at again
+        await c.world.settled()
+        assert not [k for k in c.triggered if k.startswith("displaced/")]
+        node_b = c.initialize(b)
+        c.pending_pod("z")
+        await c.round()
+        c.triggered.clear()
+        c.bind("y", node_b)
+        await c.world.settled()
+        assert not [k for k in c.triggered if k.startswith("displaced/")]
+        z_target = c.nominated_to("z")
+        assert z_target is not None
+        other = node_a if z_target != a else node_b
+        c.store.delete("pods", "x", "default", grace_period_seconds=0)
+        c.store.delete("pods", "y", "default", grace_period_seconds=0)
+        await c.world.settled()
+        c.triggered.clear()
+        c.bind("z", other)
+        await c.world.settled()
+        assert c.triggered == [f"displaced/{other}"]
