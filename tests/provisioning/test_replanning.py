@@ -12,7 +12,7 @@ Ready) is played by writing to the API server emulator; time is a `FakeClock`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Hashable, Sequence
 from typing import Any
 
 import attrs
@@ -24,6 +24,7 @@ from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.provisioning.nominations import Ended
 from karpy.provisioning.provisioner import ROUND, Provisioner
 from karpy.settings import Settings
+from karpy.state.cluster import StateChange
 from tests import factories as f
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
 from tests.kube.fakeclock import FakeClock
@@ -118,16 +119,26 @@ async def cluster(apiserver) -> AsyncIterator[Cluster]:
         await world.settled()
         clock = FakeClock()
         triggered: list[str] = []
+
+        def trigger(key: Hashable) -> bool:
+            triggered.append(str(key))
+            return True
+
         unavailable = UnavailableOfferings()
         provider = FakeCloudProvider(embedded_catalog(), client=world.client, state=world.state,
                                      unavailable=unavailable)  # fmt: skip
         provisioner = Provisioner(
             world.state, world.client, provider, world.recorder,
             Settings(cluster_name="test", cloud_provider="fake"),
-            trigger=lambda key: triggered.append(str(key)) is None, unavailable=unavailable,
+            trigger=trigger, unavailable=unavailable,
             metrics=world.metrics.karpenter, clock=clock,
         )  # fmt: skip
-        world.state.subscribe(lambda changes: [provisioner.keys_for(c) for c in changes])
+
+        def keys_for(changes: Sequence[StateChange]) -> None:
+            for change in changes:
+                provisioner.keys_for(change)
+
+        world.state.subscribe(keys_for)
         yield Cluster(world, provisioner, clock, triggered)
 
 
