@@ -5,9 +5,11 @@ A round (`Provisioner.reconcile`) runs only on a synced cluster state, one at a 
 
 1. take a snapshot; drop nominations that ended and count how (`NominationOutcomes`);
 2. compile or reuse the scheduling context (`ContextCache`);
-3. build the round's inputs (`build_round_input`): the pods pending now minus those
-   nominated to capacity on its way, plus pods of nodes being deleted;
-4. solve, in a worker thread so the event loop keeps serving watches, leases and probes,
+3. build the round's inputs (`build_round_input`, on a worker thread: it reads the
+   immutable snapshot): the pods pending now minus those nominated to capacity on its
+   way, plus pods of nodes being deleted;
+4. set up the scheduler and solve, in a worker thread so the event loop keeps serving
+   watches, writes and probes,
    bounded by ``SCHEDULING_TIMEOUT``; a round cancelled mid-solve (the controller stops
    or loses its lease) stops the thread too and creates nothing (`solve_in_thread`);
 5. create the NodeClaims decided on (bounded concurrency, NodePool limits re-checked
@@ -183,8 +185,9 @@ class Provisioner:
             return DONE
         compiled = await self.contexts.get(snapshot)
         extra = [claim for claim, _ in self._created.values()]
-        inputs = build_round_input(snapshot, compiled.types_by_name, nominated=live,
-                                   extra_claims=extra)  # fmt: skip
+        # Off the event loop: at 40,000 pods this walks every pod, node and NodeClaim.
+        inputs = await asyncio.to_thread(build_round_input, snapshot, compiled.types_by_name,
+                                         nominated=live, extra_claims=extra)  # fmt: skip
         if not inputs.pods:
             self._count_round("nothing_to_do")
             return DONE
@@ -193,10 +196,14 @@ class Provisioner:
             self._count_round("no_nodepools")
             return DONE
         self._no_pools_reported = False
-        scheduler = Scheduler(
-            compiled.context, inputs.cluster, preference_policy=self.settings.preference_policy,
-            reserved_capacity=self.settings.feature_gates.reserved_capacity,
-        )  # fmt: skip
+
+        def scheduler() -> Scheduler:  # built on the solver's thread too: it walks the nodes
+            return Scheduler(
+                compiled.context, inputs.cluster,
+                preference_policy=self.settings.preference_policy,
+                reserved_capacity=self.settings.feature_gates.reserved_capacity,
+            )  # fmt: skip
+
         results = await self._solve(scheduler, inputs.pods)
         created = await self._create_all(results.new_nodeclaims, snapshot, compiled)
         self._nominate_existing(results, snapshot)
@@ -208,14 +215,14 @@ class Provisioner:
             return requeue_after(0)
         return DONE
 
-    async def _solve(self, scheduler: Scheduler, pods: Sequence[Pod]) -> Results:
+    async def _solve(self, scheduler: Callable[[], Scheduler], pods: Sequence[Pod]) -> Results:
         """The round's solve, in a worker thread that ends with the round if the round is
         cancelled (`solve_in_thread`): then nothing is created and the round counts as
         abandoned."""
         self.solving = True
         try:
             return await solve_in_thread(
-                lambda cancel: scheduler.solve(pods, budget=self.timeout, cancel=cancel)
+                lambda cancel: scheduler().solve(pods, budget=self.timeout, cancel=cancel)
             )
         except asyncio.CancelledError:
             log.info("abandoned provisioning round", pods=len(pods))
