@@ -20,9 +20,8 @@ is absent (delete a Lease whose Node is gone, a NodeClaim whose Node is gone) as
 
 `synced` is True once every informer has listed its kind and the NodeClaims and Nodes
 agree: every NodeClaim whose provider ID names a known Node is paired with it (the indexes
-keep that at every `apply`). Until then
-provisioning and disruption must not act (they could launch for pods already placed, or
-remove a node whose pods they have not seen).
+keep that at every `apply`). Until then provisioning and disruption must not act (they
+could launch for pods already placed, or remove a node whose pods they have not seen).
 """
 
 from __future__ import annotations
