@@ -63,9 +63,15 @@ class Lifecycle:
                                                 fields=fields)  # fmt: skip
         return NodeClaim.from_dict(written)
 
-    async def patch_metadata(self, claim: NodeClaim, metadata: Mapping[str, Any]) -> NodeClaim:
-        """Merge-patch ``metadata`` of ``claim`` with its resourceVersion (409 if stale)."""
-        patch = {"metadata": {**metadata, "resourceVersion": claim.metadata.resource_version}}
+    async def patch_metadata(
+        self, claim: NodeClaim, metadata: Mapping[str, Any], *, guarded: bool = True
+    ) -> NodeClaim:
+        """Merge-patch ``metadata`` of ``claim`` with its resourceVersion (409 if stale).
+        ``guarded=False`` sends no resourceVersion: only for patches of labels and
+        annotations, which a merge patch sets key by key and so cannot undo a change
+        made meanwhile (a list, such as finalizers, it would replace whole)."""
+        guard = {"resourceVersion": claim.metadata.resource_version} if guarded else {}
+        patch = {"metadata": {**metadata, **guard}}
         written = await self.client.patch(NODECLAIMS, claim.name, patch)
         return NodeClaim.from_dict(written)
 

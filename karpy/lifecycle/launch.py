@@ -66,7 +66,9 @@ async def launch(ctx: Lifecycle, claim: NodeClaim) -> NodeClaim | None:
     metadata: dict[str, Any] = {"labels": _labels(claim, instance)}
     if instance.annotations:
         metadata["annotations"] = {**instance.annotations, **claim.metadata.annotations}
-    claim = await ctx.patch_metadata(claim, metadata)
+    # Labels and annotations only, key by key: no resourceVersion to conflict on with the
+    # status writes other controllers make meanwhile (a 409 costs a write and a retry).
+    claim = await ctx.patch_metadata(claim, metadata, guarded=False)
     claim = await ctx.set_conditions(
         claim,
         (LAUNCHED, "True", LAUNCHED, ""),

@@ -19,9 +19,10 @@ the periodic resync.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from karpy.apis.labels import FINALIZER_TERMINATION
+from karpy.kube.client import priority
 from karpy.lifecycle.finalize import finalize
 from karpy.lifecycle.initialization import initialize
 from karpy.lifecycle.launch import launch
@@ -37,7 +38,9 @@ if TYPE_CHECKING:
     from karpy.state.cluster import StateChange
     from karpy.state.snapshot import StateSnapshot
 
-__all__ = ["NodeClaimLifecycle"]
+__all__ = ["LIFECYCLE_PRIORITY", "NodeClaimLifecycle"]
+
+LIFECYCLE_PRIORITY: Final = 5  # below creating NodeClaims (10), above housekeeping (0)
 
 
 class NodeClaimLifecycle:
@@ -70,10 +73,13 @@ class NodeClaimLifecycle:
             claim = await self.ctx.patch_metadata(
                 claim, {"finalizers": [*claim.metadata.finalizers, FINALIZER_TERMINATION]}
             )
-        launched = await launch(self.ctx, claim)
-        if launched is None:
-            return DONE  # deleted: its deletion is the next event
-        claim = await register(self.ctx, launched)
-        claim = await initialize(self.ctx, claim)
+        # Bringing capacity up goes ahead of housekeeping writes (conditions, counters) in
+        # the rate limiter: in a scale-up the request budget is what paces it.
+        with priority(LIFECYCLE_PRIORITY):
+            launched = await launch(self.ctx, claim)
+            if launched is None:
+                return DONE  # deleted: its deletion is the next event
+            claim = await register(self.ctx, launched)
+            claim = await initialize(self.ctx, claim)
         deadline = await check_liveness(self.ctx, claim)
         return DONE if deadline is None else requeue_after(deadline)

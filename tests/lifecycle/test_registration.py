@@ -6,17 +6,36 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from karpy.apis.labels import FINALIZER_TERMINATION, LABEL_INITIALIZED, LABEL_REGISTERED
 from karpy.apis.nodeclaim import NodeClaim
+from karpy.cloud.fake import FakeCloudProvider
+from karpy.cloud.fake.catalog import embedded_catalog
+from karpy.cloud.provider import Instance
+from karpy.kube.client import REQUEST_PRIORITY
 from karpy.lifecycle.conditions import INITIALIZED, REGISTERED, is_true
 from karpy.lifecycle.launch import launch
-from karpy.lifecycle.nodeclaim import NodeClaimLifecycle
+from karpy.lifecycle.nodeclaim import LIFECYCLE_PRIORITY, NodeClaimLifecycle
 from tests import factories as f
 from tests.fixtures.cluster import World
 from tests.lifecycle.helpers import lifecycle
 
 NODECLAIMS = "nodeclaims.karpenter.sh"
+FINALIZER = FINALIZER_TERMINATION
 NODES = "nodes"
+
+
+class PriorityRecordingProvider(FakeCloudProvider):
+    """The fake cloud, noting the rate limiter's priority each launch is asked at."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.priorities: list[int] = []
+
+    async def create(self, nodeclaim: NodeClaim) -> Instance:
+        self.priorities.append(REQUEST_PRIORITY.get())
+        return await super().create(nodeclaim)
 
 
 def patches(world: World) -> float:
@@ -84,3 +103,35 @@ async def test_a_node_a_startup_taint_holds_back_is_initialized_once_it_goes(api
         await controller.reconcile("default-tainted")
         claim = NodeClaim.from_dict(apiserver.store.get(NODECLAIMS, "default-tainted"))
         assert is_true(claim, INITIALIZED)
+
+
+async def test_the_launch_labels_a_nodeclaim_whose_status_changed_meanwhile(apiserver):
+    """The launch's label patch sends no resourceVersion: a status write by another
+    controller between reading the NodeClaim and patching it costs no 409 and retry."""
+    async with lifecycle(apiserver) as (_, ctx, _):
+        spec = f.nodeclaim("default-moved", nodepool="default", launched=False,
+                           requests={"cpu": "500m"}, finalizers=[FINALIZER])  # fmt: skip
+        read = NodeClaim.from_dict(apiserver.store.create(NODECLAIMS, spec))
+        moved = apiserver.store.get(NODECLAIMS, "default-moved")
+        moved["status"] = {"lastPodEventTime": "2026-01-01T00:00:00Z"}
+        apiserver.store.update_status(NODECLAIMS, moved)  # the resourceVersion moves on
+        launched = await launch(ctx, read)
+        assert launched is not None and is_true(launched, "Launched")
+        stored = apiserver.store.get(NODECLAIMS, "default-moved")
+        assert "node.kubernetes.io/instance-type" in stored["metadata"]["labels"]
+
+
+async def test_bringing_capacity_up_goes_ahead_of_housekeeping_in_the_rate_limiter(apiserver):
+    async with lifecycle(apiserver) as (world, plain, _):
+        provider = PriorityRecordingProvider(
+            embedded_catalog(), client=world.client, state=world.state,
+            unavailable=plain.unavailable,
+        )  # fmt: skip
+        ctx = attrs.evolve(plain, provider=provider)
+        spec = f.nodeclaim("default-first", nodepool="default", launched=False,
+                           requests={"cpu": "500m"}, finalizers=[FINALIZER])  # fmt: skip
+        apiserver.store.create(NODECLAIMS, spec)
+        await world.settled()
+        await NodeClaimLifecycle(ctx).reconcile("default-first")
+    assert provider.priorities == [LIFECYCLE_PRIORITY]
+    assert REQUEST_PRIORITY.get() == 0
