@@ -17,9 +17,9 @@ Starting a command writes it to the API: each candidate NodeClaim gets the
 NodeClaims are created. `karpy.disruption.orchestration.DisruptionQueue` carries it
 out from there, so the decision survives a restart.
 
-Consolidation (multi- and single-node) waits while capacity is arriving: NodeClaims not
-yet initialized, pods nominated and not bound (`karpy.disruption.settling`; five minutes
-at most in one stretch).
+Emptiness and consolidation (multi- and single-node) wait while capacity is arriving:
+NodeClaims not yet initialized, pods nominated and not bound (`karpy.disruption.settling`;
+five minutes at most in one stretch). Drift does not wait.
 
 Nothing is cached across passes except one shortcut: when consolidation found nothing
 to do, it is not searched again until pods, nodes, NodeClaims, NodePools or budgets
@@ -198,8 +198,10 @@ class Disruption:
             settings=self.settings,
             budget=SIMULATION_BUDGET,
         )
+        # Emptiness and consolidation wait while capacity is arriving (see `Settling`).
+        arriving = self.settling.wait_reason(snapshot, nominated)
         # 1. emptiness
-        empty = [c for c in candidates if c.empty]
+        empty = [] if arriving else [c for c in candidates if c.empty]
         outcome = self._timed(DisruptionReason.EMPTY, ConsolidationType.EMPTY, empty,
                               lambda: empty_command(empty, self._budgets(
                                   snapshot, DisruptionReason.EMPTY, now)))  # fmt: skip
@@ -218,7 +220,7 @@ class Disruption:
             if outcome.command is not None:
                 return outcome.command
         # 3 and 4. consolidation, once the capacity a scale-up asked for has arrived
-        if self.settling.wait_reason(snapshot, nominated):
+        if arriving:
             return None
         fingerprint = tuple(snapshot.of(kind) for kind in _WATCHED_FOR_CONSOLIDATION)
         if self._consolidated is not None:

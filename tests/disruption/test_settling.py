@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from karpy.apis.nodeclaim import NodeClaim
-from karpy.disruption.controller import POLL, Disruption
+from karpy.disruption.controller import POLL, VALIDATION_DELAY, Disruption
 from karpy.disruption.explain import state_from_objects
 from karpy.disruption.settling import Settling
 from karpy.reconcile import DONE, requeue_after
@@ -16,7 +16,7 @@ from karpy.state import kinds
 from karpy.state.cluster import ClusterState
 from tests import factories as f
 from tests.disruption.test_prefilter import POOL, Contexts, Recorder, full_cheap_nodes
-from tests.disruption.world import NOW, World
+from tests.disruption.world import NOW, World, managed_node
 from tests.kube.fakeclock import FakeClock
 
 
@@ -114,3 +114,22 @@ def test_a_pass_that_found_nothing_is_not_followed_by_another_within_the_poll():
     assert len(recorder.events) == looked
     asyncio.run(clock.advance(POLL))
     assert asyncio.run(decider.reconcile("pass")) == DONE  # a pass again
+
+
+def _first_pass(objects: list[dict[str, Any]]) -> Any:
+    world = World(objects)
+    state = state_from_objects(objects)
+    for kind in state.watched:
+        state.set_synced(kind)
+    decider = Disruption(state, None, Recorder(), Settings(),  # type: ignore[arg-type]
+                         contexts=Contexts(world.compiled),  # type: ignore[arg-type]
+                         nominations=lambda s: {}, clock=FakeClock(NOW))  # fmt: skip
+    return asyncio.run(decider.reconcile("pass"))
+
+
+def test_an_empty_node_is_left_while_capacity_is_arriving():
+    """Pods still coming may be planned onto it; once the capacity has arrived it goes."""
+    empty = [POOL, *managed_node("idle", "c-4x-amd64-linux")]
+    assert _first_pass(empty) == requeue_after(VALIDATION_DELAY)  # a command to validate
+    launching = f.nodeclaim("default-new", nodepool="default")
+    assert _first_pass([*empty, launching]) == DONE
