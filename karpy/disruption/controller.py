@@ -22,9 +22,10 @@ NodeClaims not yet initialized, pods nominated and not bound (`karpy.disruption.
 five minutes at most in one stretch). Drift does not wait.
 
 Nothing is cached across passes except one shortcut: when consolidation found nothing
-to do, it is not searched again until pods, nodes, NodeClaims, NodePools or budgets
-change or five minutes pass. Emptiness is computed from the pods on each node every
-pass, so an empty node is never stranded by a missed event.
+to do, it is not searched again until pods, nodes, NodeClaims, NodePools, PDBs, the
+instance types and prices, or the budgets change, or 30 minutes pass. Emptiness is
+computed from the pods on each node every pass, so an empty node is never stranded by a
+missed event.
 """
 
 from __future__ import annotations
@@ -92,7 +93,10 @@ POLL: Final = 10.0  # seconds between passes (Karpenter's)
 VALIDATION_DELAY: Final = 15.0  # seconds (Karpenter's commandValidationDelay)
 MULTI_NODE_TIMEOUT: Final = 60.0
 SINGLE_NODE_TIMEOUT: Final = 180.0
-CONSOLIDATED_FOR: Final = 300.0  # seconds a "nothing to consolidate" answer is trusted
+# Seconds a "nothing to consolidate" answer is trusted while nothing it depends on changed
+# (Karpenter looks again every 5 minutes regardless: at 10,000 nodes that search cost two
+# minutes of a core every five in an idle cluster).
+CONSOLIDATED_FOR: Final = 1800.0
 SIMULATION_BUDGET: Final = 30.0  # seconds one what-if round may take
 _WATCHED_FOR_CONSOLIDATION: Final = (kinds.POD, kinds.NODE, kinds.NODECLAIM, kinds.NODEPOOL,
                                      kinds.PDB)  # fmt: skip
@@ -222,13 +226,19 @@ class Disruption:
         # 3 and 4. consolidation, once the capacity a scale-up asked for has arrived
         if arriving:
             return None
-        fingerprint = tuple(snapshot.of(kind) for kind in _WATCHED_FOR_CONSOLIDATION)
+        budgets = self._budgets(snapshot, DisruptionReason.UNDERUTILIZED, now)
+        # Everything an answer depends on: the objects, the compiled instance types and
+        # prices (the same object while nothing in them changed), the budgets now.
+        fingerprint = (*(snapshot.of(kind) for kind in _WATCHED_FOR_CONSOLIDATION),
+                       compiled, tuple(sorted(budgets.items())))  # fmt: skip
         if self._consolidated is not None:
             seen, at = self._consolidated
-            unchanged = all(a is b for a, b in zip(seen, fingerprint, strict=True))
+            unchanged = all(
+                a is b or (isinstance(a, tuple) and a == b)
+                for a, b in zip(seen, fingerprint, strict=True)
+            )
             if unchanged and self.clock.monotonic() - at < CONSOLIDATED_FOR:
                 return None
-        budgets = self._budgets(snapshot, DisruptionReason.UNDERUTILIZED, now)
         chosen = consolidation_candidates(candidates, budgets)
         if not chosen:
             self._consolidated = (fingerprint, self.clock.monotonic())
