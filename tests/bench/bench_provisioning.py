@@ -21,7 +21,8 @@ added up, against a timestamp of 1 s resolution) and from the Deployments' creat
 NodeClaims, the controller's peak RSS, and its idle CPU over 30 s once everything runs and
 has settled (no NodeClaim created or removed for 30 s: the empty nodes a scale-up left
 are gone; ``settled_after_running_seconds`` says how long that took) and consolidation
-has finished evaluating what the scale-up left (the first 30 s window under the target,
+has finished evaluating what the scale-up left (the first 30 s window under the target
+(up to 5 minutes),
 ``idle_after_settled_seconds`` after settling; ``cpu_percent_by_window``). Targets at 40,000
 (issue 19): last NodeClaim < 60 s and every pod Running < 180 s after the last pod's
 creation, RSS < 1 GiB, idle CPU < 2%, the lease never lost. The controller runs with
@@ -427,7 +428,7 @@ def _client_budget() -> dict[str, str]:
     return {"KUBE_CLIENT_QPS": qps, "KUBE_CLIENT_BURST": str(int(int(qps) * 1.5))}
 
 
-def _idle(pid: int, window: float = 30.0, longest: float = 600.0) -> dict[str, Any]:
+def _idle(pid: int, window: float = 30.0, longest: float = 300.0) -> dict[str, Any]:
     """CPU of the controller over successive ``window``s until one is under the idle
     target or ``longest`` has passed: after a scale-up, consolidation evaluates (and may
     act on) the cluster it left before there is nothing more to do. The quiet window's
