@@ -21,9 +21,9 @@ added up, against a timestamp of 1 s resolution) and from the Deployments' creat
 NodeClaims, the controller's peak RSS, and its idle CPU over 30 s once everything runs and
 has settled (no NodeClaim created or removed for 30 s: the empty nodes a scale-up left
 are gone; ``settled_after_running_seconds`` says how long that took) and consolidation
-has finished evaluating what the scale-up left (the first 30 s window under the target
-(up to 5 minutes),
-``idle_after_settled_seconds`` after settling; ``cpu_percent_by_window``). Targets at 40,000
+has finished evaluating what the scale-up left (the first 30 s window under the target,
+up to 5 minutes, ``idle_after_settled_seconds`` after settling; ``cpu_percent_by_window``).
+Targets at 40,000
 (issue 19): last NodeClaim < 60 s and every pod Running < 180 s after the last pod's
 creation, RSS < 1 GiB, idle CPU < 2%, the lease never lost. The controller runs with
 Karpenter's request budget (``KUBE_CLIENT_QPS=200``) unless ``KARPY_BENCH_KUBE_CLIENT_QPS``
