@@ -23,11 +23,10 @@ has settled (no NodeClaim created or removed for 30 s: the empty nodes a scale-u
 are gone; ``settled_after_running_seconds`` says how long that took) and consolidation
 has finished evaluating what the scale-up left (the first 30 s window under the target,
 up to 5 minutes, ``idle_after_settled_seconds`` after settling; ``cpu_percent_by_window``).
-Targets at 40,000
-(issue 19): last NodeClaim < 60 s and every pod Running < 180 s after the last pod's
-creation, RSS < 1 GiB, idle CPU < 2%, the lease never lost. The controller runs with
-Karpenter's request budget (``KUBE_CLIENT_QPS=200``) unless ``KARPY_BENCH_KUBE_CLIENT_QPS``
-sets another (see `_client_budget`).
+Targets at 40,000 (issue 19): last NodeClaim < 60 s and every pod Running < 180 s after
+the last pod's creation, RSS < 1 GiB, idle CPU < 2%, the lease never lost. The controller
+runs with Karpenter's request budget (``KUBE_CLIENT_QPS=200``) unless
+``KARPY_BENCH_KUBE_CLIENT_QPS`` sets another (see `_client_budget`).
 A controller that exits, or a run past 15 minutes, still reports what was measured;
 ``outcome`` says which.
 
