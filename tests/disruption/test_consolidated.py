@@ -5,31 +5,20 @@ from __future__ import annotations
 
 import asyncio
 
-from karpy.disruption.controller import CONSOLIDATED_FOR, Disruption
-from karpy.disruption.explain import state_from_objects
-from karpy.settings import Settings
-from tests.disruption.test_prefilter import POOL, Contexts, Recorder, full_cheap_nodes
-from tests.disruption.world import NOW, World
-from tests.kube.fakeclock import FakeClock
+from karpy.disruption.controller import CONSOLIDATED_FOR
+from tests.disruption.deciders import decider
+from tests.disruption.test_prefilter import POOL, full_cheap_nodes
 
 
 def test_nothing_to_consolidate_is_trusted_while_nothing_changes():
-    objects = [POOL, *full_cheap_nodes("a", "b")]
-    world = World(objects)
-    state = state_from_objects(objects)
-    for kind in state.watched:
-        state.set_synced(kind)
-    recorder = Recorder()
-    clock = FakeClock(NOW)
-    decider = Disruption(state, None, recorder, Settings(),  # type: ignore[arg-type]
-                         contexts=Contexts(world.compiled),  # type: ignore[arg-type]
-                         nominations=lambda s: {}, clock=clock)  # fmt: skip
+    passes = decider([POOL, *full_cheap_nodes("a", "b")])
+    clock = passes.clock
 
     def searched() -> int:
         """Unconsolidatable events one pass records (for each node it looked at)."""
-        before = len(recorder.events)
-        asyncio.run(decider.reconcile("pass"))
-        return len(recorder.events) - before
+        before = len(passes.recorder.events)
+        asyncio.run(passes.disruption.reconcile("pass"))
+        return len(passes.recorder.events) - before
 
     first = searched()
     assert first > 0

@@ -12,8 +12,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from karpy.disruption.candidates import Candidate
-from karpy.disruption.controller import Disruption
-from karpy.disruption.explain import state_from_objects
 from karpy.disruption.methods import (
     ConsolidationType,
     consolidate,
@@ -21,12 +19,10 @@ from karpy.disruption.methods import (
     single_node_command,
 )
 from karpy.disruption.simulation import Simulation, WhatIf
-from karpy.kube.events import Event
-from karpy.provisioning.contextcache import CompiledContext
 from karpy.settings import Settings
 from tests import factories as f
-from tests.disruption.world import NOW, World, managed_node, nodepool, pod_on
-from tests.kube.fakeclock import FakeClock
+from tests.disruption.deciders import decider
+from tests.disruption.world import World, managed_node, nodepool, pod_on
 
 POOL = nodepool()
 HOSTNAME = "kubernetes.io/hostname"
@@ -204,35 +200,10 @@ def test_single_node_consolidation_runs_no_what_if_for_a_hopeless_candidate() ->
     )
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def publish(self, event: Event) -> bool:
-        self.events.append(event)
-        return True
-
-
-class Contexts:
-    def __init__(self, compiled: CompiledContext) -> None:
-        self.compiled = compiled
-
-    async def get(self, snapshot: object) -> CompiledContext:
-        return self.compiled
-
-
 def test_a_prefilter_refusal_is_reported_as_unconsolidatable() -> None:
-    objects = [POOL, *full_cheap_nodes("a", "b")]
-    world = World(objects)
-    state = state_from_objects(objects)
-    for kind in state.watched:
-        state.set_synced(kind)
-    recorder = Recorder()
-    decider = Disruption(state, None, recorder, Settings(),  # type: ignore[arg-type]
-                         contexts=Contexts(world.compiled),  # type: ignore[arg-type]
-                         nominations=lambda s: {}, clock=FakeClock(NOW))  # fmt: skip
-    asyncio.run(decider.reconcile("pass"))
-    messages = {(e.involved.kind, e.involved.name): e.message for e in recorder.events
+    passes = decider([POOL, *full_cheap_nodes("a", "b")])
+    asyncio.run(passes.disruption.reconcile("pass"))
+    messages = {(e.involved.kind, e.involved.name): e.message for e in passes.recorder.events
                 if e.reason == "Unconsolidatable"}  # fmt: skip
     why = ("1 of its pods fit on no other node and no cheaper on-demand instance type can "
            "hold them (SpotToSpotConsolidation is disabled)")  # fmt: skip

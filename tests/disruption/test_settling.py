@@ -7,16 +7,15 @@ import asyncio
 from typing import Any
 
 from karpy.apis.nodeclaim import NodeClaim
-from karpy.disruption.controller import POLL, VALIDATION_DELAY, Disruption
-from karpy.disruption.explain import state_from_objects
+from karpy.disruption.controller import POLL, VALIDATION_DELAY
 from karpy.disruption.settling import Settling
 from karpy.reconcile import DONE, requeue_after
-from karpy.settings import Settings
 from karpy.state import kinds
 from karpy.state.cluster import ClusterState
 from tests import factories as f
-from tests.disruption.test_prefilter import POOL, Contexts, Recorder, full_cheap_nodes
-from tests.disruption.world import NOW, World, managed_node
+from tests.disruption.deciders import decider
+from tests.disruption.test_prefilter import POOL, full_cheap_nodes
+from tests.disruption.world import managed_node
 from tests.kube.fakeclock import FakeClock
 
 
@@ -73,16 +72,9 @@ def test_it_never_waits_longer_than_its_bound_in_one_stretch():
 
 def _unconsolidatable(objects: list[dict[str, Any]], nominated: dict[str, str]) -> set[str]:
     """The nodes one disruption pass over ``objects`` reports Unconsolidatable."""
-    world = World(objects)
-    state = state_from_objects(objects)
-    for kind in state.watched:
-        state.set_synced(kind)
-    recorder = Recorder()
-    decider = Disruption(state, None, recorder, Settings(),  # type: ignore[arg-type]
-                         contexts=Contexts(world.compiled),  # type: ignore[arg-type]
-                         nominations=lambda s: nominated, clock=FakeClock(NOW))  # fmt: skip
-    asyncio.run(decider.reconcile("pass"))
-    return {e.involved.name for e in recorder.events if e.reason == "Unconsolidatable"}
+    passes = decider(objects, lambda _: nominated)
+    asyncio.run(passes.disruption.reconcile("pass"))
+    return {e.involved.name for e in passes.recorder.events if e.reason == "Unconsolidatable"}
 
 
 def test_a_disruption_pass_leaves_consolidation_until_capacity_has_arrived():
@@ -96,35 +88,20 @@ def test_a_disruption_pass_leaves_consolidation_until_capacity_has_arrived():
 def test_a_pass_that_found_nothing_is_not_followed_by_another_within_the_poll():
     """Thousands of NodeClaims turn Consolidatable in a scale-up, each asking for a pass;
     after a pass that found nothing the next waits for the poll period."""
-    objects = [POOL, *full_cheap_nodes("a", "b")]
-    world = World(objects)
-    state = state_from_objects(objects)
-    for kind in state.watched:
-        state.set_synced(kind)
-    recorder = Recorder()
-    clock = FakeClock(NOW)
-    decider = Disruption(state, None, recorder, Settings(),  # type: ignore[arg-type]
-                         contexts=Contexts(world.compiled),  # type: ignore[arg-type]
-                         nominations=lambda s: {}, clock=clock)  # fmt: skip
-    assert asyncio.run(decider.reconcile("pass")) == DONE
+    passes = decider([POOL, *full_cheap_nodes("a", "b")])
+    recorder, clock, disruption = passes.recorder, passes.clock, passes.disruption
+    assert asyncio.run(disruption.reconcile("pass")) == DONE
     looked = len(recorder.events)
     assert looked > 0
     asyncio.run(clock.advance(3.0))
-    assert asyncio.run(decider.reconcile("pass")) == requeue_after(POLL - 3.0)
+    assert asyncio.run(disruption.reconcile("pass")) == requeue_after(POLL - 3.0)
     assert len(recorder.events) == looked
     asyncio.run(clock.advance(POLL))
-    assert asyncio.run(decider.reconcile("pass")) == DONE  # a pass again
+    assert asyncio.run(disruption.reconcile("pass")) == DONE  # a pass again
 
 
 def _first_pass(objects: list[dict[str, Any]]) -> Any:
-    world = World(objects)
-    state = state_from_objects(objects)
-    for kind in state.watched:
-        state.set_synced(kind)
-    decider = Disruption(state, None, Recorder(), Settings(),  # type: ignore[arg-type]
-                         contexts=Contexts(world.compiled),  # type: ignore[arg-type]
-                         nominations=lambda s: {}, clock=FakeClock(NOW))  # fmt: skip
-    return asyncio.run(decider.reconcile("pass"))
+    return asyncio.run(decider(objects).disruption.reconcile("pass"))
 
 
 def test_an_empty_node_is_left_while_capacity_is_arriving():
