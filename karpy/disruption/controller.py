@@ -97,6 +97,9 @@ SINGLE_NODE_TIMEOUT: Final = 180.0
 # (Karpenter looks again every 5 minutes regardless: at 10,000 nodes that search cost two
 # minutes of a core every five in an idle cluster).
 CONSOLIDATED_FOR: Final = 1800.0
+# Seconds a pass that found nothing stands for later passes on the very same inputs (at
+# 10,000 nodes finding the candidates every 10 s was most of an idle controller's CPU).
+QUIET_RECHECK: Final = 60.0
 SIMULATION_BUDGET: Final = 30.0  # seconds one what-if round may take
 _WATCHED_FOR_CONSOLIDATION: Final = (kinds.POD, kinds.NODE, kinds.NODECLAIM, kinds.NODEPOOL,
                                      kinds.PDB)  # fmt: skip
@@ -135,6 +138,9 @@ class Disruption:
         self._consolidated: tuple[tuple[object, ...], float] | None = None
         self.settling = Settling(clock)
         self._quiet_at: float | None = None  # when the last pass found nothing to do
+        # the inputs of the last full pass that found nothing to do, and when
+        self._quiet_inputs: tuple[tuple[object, ...], float] | None = None
+        self._held_back = False  # the last pass left emptiness and consolidation for later
         self._pending: tuple[Command, float] | None = None  # awaiting validation, and when
 
     def keys_for(self, change: StateChange) -> Iterable[str]:
@@ -174,9 +180,17 @@ class Disruption:
                 return requeue_after(left)
         snapshot = self.state.snapshot()
         compiled = await self.contexts.get(snapshot)
-        command = await self._decide(snapshot, compiled)
+        nominated = self.nominations(snapshot)
+        inputs = (*(snapshot.of(kind) for kind in _WATCHED_FOR_CONSOLIDATION), compiled,
+                  frozenset(nominated.values()))  # fmt: skip
+        if self._unchanged_since_quiet(inputs):
+            self._quiet_at = self.clock.monotonic()
+            return DONE
+        command = await self._decide(snapshot, compiled, nominated)
         if command is None:
             self._quiet_at = self.clock.monotonic()
+            if not self._held_back:  # a pass that held back decided nothing for good
+                self._quiet_inputs = (inputs, self._quiet_at)
             return DONE
         self._quiet_at = None
         if command.consolidation_type is ConsolidationType.DRIFT:
@@ -187,9 +201,24 @@ class Disruption:
         self._pending = (command, self.clock.monotonic() + self.validation_delay)
         return requeue_after(self.validation_delay)
 
-    async def _decide(self, snapshot: StateSnapshot, compiled: CompiledContext) -> Command | None:
+    def _unchanged_since_quiet(self, inputs: tuple[object, ...]) -> bool:
+        """Did a full pass find nothing less than QUIET_RECHECK seconds ago, on these very
+        inputs? Then this pass would find nothing too (only time-driven budget windows
+        could differ, and those are looked at again within the minute)."""
+        if self._quiet_inputs is None:
+            return False
+        seen, at = self._quiet_inputs
+        if self.clock.monotonic() - at >= QUIET_RECHECK:
+            return False
+        return all(
+            a is b or (isinstance(a, frozenset) and a == b)
+            for a, b in zip(seen, inputs, strict=True)
+        )
+
+    async def _decide(
+        self, snapshot: StateSnapshot, compiled: CompiledContext, nominated: Mapping[str, str]
+    ) -> Command | None:
         now = self.clock.now()
-        nominated = self.nominations(snapshot)
         targets = set(nominated.values())
         candidates, blocked = find_candidates(snapshot, now=now, nominated=targets,
                                               types_by_name=compiled.types_by_name)  # fmt: skip
@@ -204,6 +233,7 @@ class Disruption:
         )
         # Emptiness and consolidation wait while capacity is arriving (see `Settling`).
         arriving = self.settling.wait_reason(snapshot, nominated)
+        self._held_back = bool(arriving)
         # 1. emptiness
         empty = [] if arriving else [c for c in candidates if c.empty]
         outcome = self._timed(DisruptionReason.EMPTY, ConsolidationType.EMPTY, empty,
