@@ -282,8 +282,9 @@ class ClusterState:
 
     def unpaired(self) -> list[str]:
         """NodeClaims whose provider ID names a known Node that is paired with no
-        NodeClaim: always empty (see `synced`); tests and diagnostics check it. (Two NodeClaims naming one instance cannot both be paired; the Node
-        pairs with the one seen last, as Karpenter keys its nodes by provider ID.)"""
+        NodeClaim: always empty (see `synced`); tests and diagnostics check it. (Two
+        NodeClaims naming one instance cannot both be paired; the Node pairs with the one
+        seen last, as Karpenter keys its nodes by provider ID.)"""
         out = []
         for name, claim in self._objects[kinds.NODECLAIM].items():
             pid = claim.status.provider_id
