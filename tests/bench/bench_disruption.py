@@ -86,7 +86,7 @@ def run_case(nodes: int) -> dict[str, Any]:
     for _ in range(2):
         decider._consolidated = None
         t0 = time.perf_counter()
-        command = asyncio.run(decider._decide(state.snapshot(), compiled))
+        command = asyncio.run(decider._decide(state.snapshot(), compiled, {}))
         t1 = time.perf_counter()
         validated = asyncio.run(decider._validate(command)) if command is not None else None
         t2 = time.perf_counter()
