@@ -4,6 +4,7 @@ clock."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -41,6 +42,12 @@ class Decider:
     disruption: Disruption
     recorder: Recorder
     clock: FakeClock
+
+    def events_of_a_pass(self) -> int:
+        """Run one pass; how many Events it recorded."""
+        before = len(self.recorder.events)
+        asyncio.run(self.disruption.reconcile("pass"))
+        return len(self.recorder.events) - before
 
 
 def decider(

@@ -14,14 +14,7 @@ from tests.disruption.world import managed_node, pod_on
 
 def test_nothing_to_consolidate_is_trusted_while_nothing_changes():
     passes = decider([POOL, *full_cheap_nodes("a", "b")])
-    clock = passes.clock
-
-    def searched() -> int:
-        """Unconsolidatable events one pass records (for each node it looked at)."""
-        before = len(passes.recorder.events)
-        asyncio.run(passes.disruption.reconcile("pass"))
-        return len(passes.recorder.events) - before
-
+    clock, searched = passes.clock, passes.events_of_a_pass  # one per node looked at
     first = searched()
     assert first > 0
     asyncio.run(clock.advance(6 * 60))  # past Karpenter's 5 minutes
@@ -36,12 +29,7 @@ def test_a_pass_on_the_same_inputs_as_a_quiet_one_is_skipped_for_a_minute():
     changes (here a node blocked by a do-not-disrupt pod is reported on each full pass)."""
     blocked = pod_on("a", "keep", annotations={"karpenter.sh/do-not-disrupt": "true"})
     passes = decider([POOL, *managed_node("a", "c-4x-amd64-linux"), blocked])
-
-    def reported() -> int:
-        before = len(passes.recorder.events)
-        asyncio.run(passes.disruption.reconcile("pass"))
-        return len(passes.recorder.events) - before
-
+    reported = passes.events_of_a_pass
     first = reported()
     assert first > 0
     asyncio.run(passes.clock.advance(POLL))
