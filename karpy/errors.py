@@ -10,6 +10,11 @@ class KarpyError(Exception):
     """Base class of karpy's own exceptions."""
 
 
+class ExpectedError(KarpyError):
+    """A failure whose message says all there is to say: an API server or cloud answered
+    with an error. Reconcilers log it as one line, without a traceback, and retry."""
+
+
 class UsageError(KarpyError):
     """Unusable input from the person running a command: bad settings, a file that does
     not parse, an object that fails validation. The CLI prints it as one line and exits

@@ -9,7 +9,7 @@ facts those branches need.
 
 from __future__ import annotations
 
-from karpy.errors import KarpyError
+from karpy.errors import ExpectedError
 
 __all__ = [
     "CloudProviderError",
@@ -23,7 +23,7 @@ __all__ = [
 Offering = tuple[str, str, str]  # (instance type, zone, capacity type)
 
 
-class CloudProviderError(KarpyError):
+class CloudProviderError(ExpectedError):
     """Base class of the errors below."""
 
 

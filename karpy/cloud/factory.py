@@ -1,8 +1,20 @@
-"""Choosing the cloud provider ``CLOUD_PROVIDER`` names."""
+"""Choosing the cloud provider ``CLOUD_PROVIDER`` names, from a registry of plug-ins.
+
+A provider is a module under ``karpy.cloud`` with two functions (`ProviderModule`):
+``check(settings, env)`` raises `UsageError` for what would stop the build, before the
+process opens a connection; ``build(dependencies)`` returns the `CloudProvider`. Adding a
+provider is a folder under ``karpy/cloud/<name>/`` and one line in `PROVIDERS`. The
+registry names modules rather than importing them, so the core never imports a provider
+and a provider's dependencies load only when it is chosen.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+import os
+from typing import TYPE_CHECKING, Final, Protocol, cast
+
+import attrs
 
 from karpy.errors import UsageError
 
@@ -18,43 +30,55 @@ if TYPE_CHECKING:
     from karpy.settings import Settings
     from karpy.state.cluster import ClusterState
 
-__all__ = ["build_provider", "check_provider"]
+__all__ = ["PROVIDERS", "ProviderDependencies", "ProviderModule", "build_provider",
+           "check_provider", "provider_module"]  # fmt: skip
+
+# CLOUD_PROVIDER value -> the module that implements it.
+PROVIDERS: Final[Mapping[str, str]] = {
+    "aws": "karpy.cloud.aws",
+    "fake": "karpy.cloud.fake",
+}
+
+
+@attrs.frozen(kw_only=True)
+class ProviderDependencies:
+    """What the operator hands every provider's ``build``: one record, so a new
+    dependency is one field here rather than a parameter in every provider."""
+
+    settings: Settings
+    client: KubeClient
+    state: ClusterState
+    unavailable: UnavailableOfferings
+    clock: Clock
+    controller_metrics: ControllerMetrics | None = None
+    metrics: Metrics | None = None
+    env: Mapping[str, str] = attrs.field(factory=lambda: dict(os.environ))
+
+
+class ProviderModule(Protocol):
+    """The two functions a provider's module exports."""
+
+    def check(self, settings: Settings, env: Mapping[str, str]) -> None: ...
+
+    def build(self, dependencies: ProviderDependencies) -> CloudProvider: ...
+
+
+def provider_module(name: str) -> ProviderModule:
+    """The module registered for ``CLOUD_PROVIDER=name``; `UsageError` for an unknown name."""
+    module = PROVIDERS.get(name)
+    if module is None:
+        expected = " or ".join(f'"{known}"' for known in sorted(PROVIDERS))
+        raise UsageError(f"CLOUD_PROVIDER (--cloud-provider) = {name!r}: expected {expected}")
+    return cast("ProviderModule", importlib.import_module(module))
 
 
 def check_provider(settings: Settings, env: Mapping[str, str]) -> None:
     """`UsageError` (exit 2) for what would stop ``build_provider``, checked before the
-    process opens any connection: the AWS region, the fake cloud's catalog file."""
-    if settings.cloud_provider == "aws":
-        from karpy.cloud.aws.clients import region_from_env  # noqa: PLC0415
-
-        region_from_env(env)
-    elif settings.cloud_provider == "fake" and settings.fake_instance_types:
-        from karpy.cloud.fake.catalog import load_catalog  # noqa: PLC0415
-
-        load_catalog(settings.fake_instance_types)
+    process opens any connection (the AWS region, the fake cloud's catalog file)."""
+    provider_module(settings.cloud_provider).check(settings, env)
 
 
-def build_provider(
-    settings: Settings,
-    *,
-    client: KubeClient,
-    state: ClusterState,
-    unavailable: UnavailableOfferings,
-    clock: Clock,
-    controller_metrics: ControllerMetrics | None = None,
-    metrics: Metrics | None = None,
-) -> CloudProvider:
-    """The provider for ``settings``; `UsageError` (exit 2) when it cannot be built."""
-    if settings.cloud_provider == "fake":
-        from karpy.cloud import fake  # noqa: PLC0415
-
-        return fake.build(settings, client=client, state=state, unavailable=unavailable,
-                          clock=clock, controller_metrics=controller_metrics)  # fmt: skip
-    if settings.cloud_provider == "aws":
-        from karpy.cloud import aws  # noqa: PLC0415
-
-        return aws.build(settings, client=client, state=state, unavailable=unavailable,
-                         clock=clock, controller_metrics=controller_metrics,
-                         metrics=metrics)  # fmt: skip
-    raise UsageError(f"CLOUD_PROVIDER (--cloud-provider) = {settings.cloud_provider!r}: "
-                     'expected "aws" or "fake"')  # fmt: skip
+def build_provider(dependencies: ProviderDependencies) -> CloudProvider:
+    """The provider ``dependencies.settings`` names; `UsageError` (exit 2) when it cannot
+    be built."""
+    return provider_module(dependencies.settings.cloud_provider).build(dependencies)

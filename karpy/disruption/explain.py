@@ -22,9 +22,9 @@ from karpy.disruption.controller import budget_verdicts
 from karpy.disruption.methods import WHEN_EMPTY_OR_UNDERUTILIZED, ConsolidationType, consolidate
 from karpy.disruption.orchestration import is_marked
 from karpy.disruption.simulation import simulate
-from karpy.kube.watched import WATCHED
 from karpy.lifecycle.conditions import DISRUPTION_REASON, INITIALIZED, is_true
 from karpy.state.cluster import ClusterState
+from karpy.state.watched import WATCHED
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping

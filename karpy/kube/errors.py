@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from karpy.errors import KarpyError
+from karpy.errors import ExpectedError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-class KubeError(KarpyError):
+class KubeError(ExpectedError):
     """Anything that went wrong talking to the API server."""
 
 

@@ -7,7 +7,7 @@ because users asked for exactly those.
 
 Gauges that describe the whole cluster (``karpenter_pods_state``, NodePool usage and
 limits, each node's allocatable and requests) are not here:
-`karpy.observability.state_metrics` computes them from cluster state at scrape time
+`karpy.state.metrics` computes them from cluster state at scrape time
 instead of tracking every change. The two summaries Karpenter's Performance dashboard
 reads by quantile are `WindowedSummary` (`karpy.observability.quantiles`).
 """

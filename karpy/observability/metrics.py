@@ -27,12 +27,9 @@ from prometheus_client.process_collector import ProcessCollector
 from karpy import __version__
 from karpy.observability.controller_metrics import ControllerMetrics
 from karpy.observability.karpenter_metrics import KarpenterMetrics
-from karpy.observability.state_metrics import StateMetrics
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-
-    from karpy.state.snapshot import StateSnapshot
 
 __all__ = ["Metrics"]
 
@@ -248,11 +245,6 @@ class Metrics:
         self.cluster_state_synced.set_function(lambda: 1.0 if synced() else 0.0)
         self.cluster_state_node_count.set_function(lambda: float(node_count()))
         self.cluster_state_unsynced.set_function(unsynced_seconds)
-
-    def bind_state_metrics(self, snapshot: Callable[[], StateSnapshot]) -> None:
-        """Export ``karpenter_pods_state`` and the NodePool usage and limit gauges, read
-        from ``snapshot()`` at scrape time (`karpy.observability.state_metrics`)."""
-        self.registry.register(StateMetrics(snapshot))
 
     def exposition(self) -> bytes:
         """The registry in Prometheus' text format."""

@@ -6,7 +6,7 @@
   `karpy.kube.electionthread`), as Karpenter configures its leader-election client;
 * one `WriteGate` shared by every writing client and the cloud provider, closed by the
   elector's thread the moment the lease is lost;
-* an `Informer` per watched kind (`karpy.kube.watched.WATCHED`) feeding `ClusterState`;
+* an `Informer` per watched kind (`karpy.state.watched.WATCHED`) feeding `ClusterState`;
 * the cloud provider ``CLOUD_PROVIDER`` names, wrapped to export its call metrics;
 * the leader elector (or `NoElection` with ``DISABLE_LEADER_ELECTION=true``) and the
   writers it gates: every controller of `karpy.operator.controllers` (provisioning, the
@@ -32,7 +32,7 @@ import attrs
 
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.base.component import After
-from karpy.cloud.factory import build_provider, check_provider
+from karpy.cloud.factory import ProviderDependencies, build_provider, check_provider
 from karpy.cloud.metered import MeteredCloudProvider
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.kube.backoff import TokenBucket
@@ -43,15 +43,15 @@ from karpy.kube.informer import Informer
 from karpy.kube.informers import InformerSet
 from karpy.kube.leaderelection import ElectionConfig, NoElection, default_identity
 from karpy.kube.transport import Transport, load_configuration
-from karpy.kube.watched import WATCHED
 from karpy.observability.health import LoopWatchdog
 from karpy.observability.metrics import Metrics
 from karpy.observability.server import HTTPServers
-from karpy.observability.state_metrics import PodStartupObserver
 from karpy.operator.coexistence import KarpenterWatch, event_target
 from karpy.operator.controllers import build_controllers
 from karpy.operator.freshness import FreshState, after_fresh_state
 from karpy.state.cluster import ClusterState
+from karpy.state.metrics import PodStartupObserver, StateMetrics
+from karpy.state.watched import WATCHED
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
@@ -104,7 +104,7 @@ class Runtime:
                 self.state.synced, lambda: len(self.state.snapshot().nodes),
                 self.state.unsynced_seconds,
             )  # fmt: skip
-            self.metrics.bind_state_metrics(self.state.snapshot)
+            self.metrics.registry.register(StateMetrics(self.state.snapshot))
         self.state.subscribe(PodStartupObserver(self.metrics.karpenter.pods_startup_duration))
         # Events have their own token bucket, as client-go's broadcaster has its own client:
         # a burst of Events never delays a launch or a drain.
@@ -120,10 +120,11 @@ class Runtime:
             for spec in WATCHED
         ]  # fmt: skip
         self.unavailable = UnavailableOfferings()
-        provider = build_provider(settings, client=self.client, state=self.state,
-                                  unavailable=self.unavailable, clock=SYSTEM_CLOCK,
-                                  controller_metrics=self.metrics.controllers,
-                                  metrics=self.metrics)  # fmt: skip
+        provider = build_provider(ProviderDependencies(
+            settings=settings, client=self.client, state=self.state,
+            unavailable=self.unavailable, clock=SYSTEM_CLOCK,
+            controller_metrics=self.metrics.controllers, metrics=self.metrics, env=env,
+        ))  # fmt: skip
         self.provider = MeteredCloudProvider(provider, self.metrics.karpenter,
                                              write_gate=self.write_gate)  # fmt: skip
         writers: list[Component] = build_controllers(

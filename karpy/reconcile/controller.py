@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 import attrs
 
 from karpy.base.clock import SYSTEM_CLOCK
+from karpy.errors import ExpectedError
 from karpy.kube.errors import Conflict
 from karpy.log import describe_error, get_logger
 from karpy.reconcile.queue import QueueShutDown, WorkQueue
@@ -249,7 +250,7 @@ class Controller:
             else:
                 log.warning("reconcile failed", controller=self.name, key=key,
                             error=describe_error(exc), retryIn=round(delay, 3),
-                            exc_info=exc if not _expected(exc) else None)  # fmt: skip
+                            exc_info=None if isinstance(exc, ExpectedError) else exc)  # fmt: skip
             if metrics is not None:
                 metrics.reconcile_errors.labels(self.name).inc()
         else:
@@ -269,11 +270,3 @@ async def _cancel(tasks: Sequence[asyncio.Task[None]]) -> None:
         task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _expected(exc: Exception) -> bool:
-    """Errors whose message says it all (API and cloud errors): no traceback in logs."""
-    from karpy.cloud.errors import CloudProviderError  # noqa: PLC0415
-    from karpy.kube.errors import KubeError  # noqa: PLC0415
-
-    return isinstance(exc, KubeError | CloudProviderError)

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from karpy.base.clock import SYSTEM_CLOCK
-from karpy.cloud.factory import build_provider
+from karpy.cloud.factory import (
+    PROVIDERS,
+    ProviderDependencies,
+    build_provider,
+    check_provider,
+    provider_module,
+)
 from karpy.cloud.fake import FakeCloudProvider
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.errors import UsageError
@@ -17,10 +25,12 @@ from karpy.state.cluster import ClusterState
 THROTTLED = KubeClient(None, limiter=TokenBucket(200, 300))  # type: ignore[arg-type]
 
 
-def build(**settings):
-    return build_provider(Settings(cluster_name="c", **settings), client=THROTTLED,
-                          state=ClusterState(), unavailable=UnavailableOfferings(),
-                          clock=SYSTEM_CLOCK)  # fmt: skip
+def build(env=None, **settings):
+    return build_provider(ProviderDependencies(
+        settings=Settings(cluster_name="c", **settings), client=THROTTLED,
+        state=ClusterState(), unavailable=UnavailableOfferings(), clock=SYSTEM_CLOCK,
+        **({} if env is None else {"env": env}),
+    ))  # fmt: skip
 
 
 def test_fake_builds_the_fake_provider_with_its_settings(tmp_path):
@@ -58,3 +68,27 @@ def test_aws_builds_the_aws_provider_for_the_region(monkeypatch):
 def test_a_bad_catalog_file_stops_the_build(tmp_path):
     with pytest.raises(UsageError, match="FAKE_INSTANCE_TYPES"):
         build(cloud_provider="fake", fake_instance_types=str(tmp_path / "missing.yaml"))
+
+
+def test_an_unknown_provider_is_a_usage_error_naming_the_registered_ones():
+    with pytest.raises(UsageError, match='expected "aws" or "fake"'):
+        build(cloud_provider="gcp")
+    with pytest.raises(UsageError, match="'gcp'"):
+        check_provider(Settings(cluster_name="c", cloud_provider="gcp"), {})
+
+
+def test_the_region_comes_from_the_environment_the_operator_was_given(monkeypatch):
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    provider = build(cloud_provider="aws", env={"AWS_REGION": "ap-south-1"})
+    assert provider.clients.region == "ap-south-1"
+    check_provider(Settings(cluster_name="c", cloud_provider="aws"), {"AWS_REGION": "x-1"})
+    with pytest.raises(UsageError, match="AWS_REGION"):
+        check_provider(Settings(cluster_name="c", cloud_provider="aws"),
+                       {"AWS_CONFIG_FILE": "/nonexistent/karpy-test-config"})  # fmt: skip
+
+
+def test_every_registered_provider_module_exports_check_and_build():
+    for name, module in PROVIDERS.items():
+        loaded = provider_module(name)
+        assert loaded is importlib.import_module(module)
+        assert callable(loaded.check) and callable(loaded.build)

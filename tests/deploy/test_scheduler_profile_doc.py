@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from karpy.observability.reference import controller_registry, describe
+from karpy.operator.metricsdoc import controller_registry, describe
 from karpy.provisioning.nominations import Ended
 from karpy.provisioning.outcomes import FIRST, REPLANNED
 from karpy.sandbox.cluster.scheduleone import SCORING_STRATEGIES

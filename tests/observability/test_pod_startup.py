@@ -10,9 +10,9 @@ from prometheus_client import CollectorRegistry
 
 from karpy.apis.core import format_time
 from karpy.observability.quantiles import WindowedSummary
-from karpy.observability.state_metrics import PodStartupObserver
 from karpy.state import kinds
 from karpy.state.cluster import ClusterState
+from karpy.state.metrics import PodStartupObserver
 from karpy.state.records import pod_info
 from tests import factories as f
 from tests.kube.fakeclock import START, FakeClock

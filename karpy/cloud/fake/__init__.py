@@ -16,25 +16,24 @@ from karpy.cloud.fake.provider import FakeCloudProvider
 from karpy.kube.client import KubeClient
 
 if TYPE_CHECKING:
-    from karpy.base.clock import Clock
-    from karpy.cloud.unavailable import UnavailableOfferings
-    from karpy.observability.controller_metrics import ControllerMetrics
+    from collections.abc import Mapping
+
+    from karpy.cloud.factory import ProviderDependencies
     from karpy.settings import Settings
-    from karpy.state.cluster import ClusterState
 
-__all__ = ["FakeCloudProvider", "FakeFaults", "build"]
+__all__ = ["FakeCloudProvider", "FakeFaults", "build", "check"]
 
 
-def build(
-    settings: Settings,
-    *,
-    client: KubeClient,
-    state: ClusterState,
-    unavailable: UnavailableOfferings,
-    clock: Clock,
-    controller_metrics: ControllerMetrics | None = None,
-) -> FakeCloudProvider:
-    """The fake provider ``settings`` describe; `UsageError` for a bad catalog file."""
+def check(settings: Settings, env: Mapping[str, str]) -> None:
+    """`UsageError` for a catalog file (``FAKE_INSTANCE_TYPES``) that does not load."""
+    del env  # the fake cloud reads no environment
+    if settings.fake_instance_types:
+        load_catalog(settings.fake_instance_types)
+
+
+def build(dependencies: ProviderDependencies) -> FakeCloudProvider:
+    """The fake provider the settings describe; `UsageError` for a bad catalog file."""
+    settings, client = dependencies.settings, dependencies.client
     path = settings.fake_instance_types
     catalog = load_catalog(path) if path else embedded_catalog()
     # The fake cloud's Nodes stand in for what each instance's kubelet writes with its own
@@ -44,11 +43,11 @@ def build(
     return FakeCloudProvider(
         catalog,
         client=kubelets,
-        state=state,
-        unavailable=unavailable,
+        state=dependencies.state,
+        unavailable=dependencies.unavailable,
         faults=FakeFaults(settings.fake_insufficient_capacity),
         registration_delay=settings.fake_registration_delay / 1e9,
         repair_toleration=timedelta(seconds=settings.fake_repair_toleration / 1e9),
-        clock=clock,
-        controller_metrics=controller_metrics,
+        clock=dependencies.clock,
+        controller_metrics=dependencies.controller_metrics,
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from karpy.observability.reference import (
+from karpy.operator.metricsdoc import (
     DEFAULT_OUT,
     aws_registry,
     controller_registry,
@@ -26,7 +26,7 @@ CONSTRUCTOR = re.compile(
 
 
 def test_committed_page_is_the_generated_one():
-    # Regenerate with: python -m karpy.observability.reference
+    # Regenerate with: python -m karpy.operator.metricsdoc
     assert DEFAULT_OUT.read_text() == render()
 
 

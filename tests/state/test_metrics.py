@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from karpy.observability.state_metrics import StateMetrics
+from karpy.state.metrics import StateMetrics
 from tests import factories as f
 from tests.fixtures.cluster import controller_world
 from tests.kube.helpers import eventually
