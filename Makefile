@@ -28,6 +28,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check karpy tests
 	$(BIN)/ruff format --check karpy tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix karpy tests
