@@ -18,13 +18,12 @@ from typing import Any, ClassVar
 
 import attrs
 
-from karpy.apis import labels, openapi
+from karpy.apis import labels, openapi_engine
 from karpy.apis.core import InvalidObject, ObjectMeta
 from karpy.apis.ec2nodeclass_instance import KUBELET
 from karpy.apis.ec2nodeclass_schema import EC2NODECLASS, EC2NODECLASS_SCHEMA
 from karpy.apis.ec2nodeclass_status import EC2NodeClassStatus
 from karpy.apis.fielderrors import FieldError
-from karpy.apis.hashes import ec2nodeclass_hash
 from karpy.apis.records import Record, wire
 from karpy.apis.wire import KindModel, prepare
 from karpy.base.quantity import parse_quantity
@@ -283,11 +282,6 @@ class EC2NodeClass(KindModel):
         alias = self.alias
         return alias[0] if alias is not None else "Custom"
 
-    def hash(self, ca_bundle: str | None = None) -> str:
-        """The ``karpenter.k8s.aws/ec2nodeclass-hash`` for drift detection, as Karpenter
-        computes it (annotation version `karpy.apis.hashes.EC2NODECLASS_HASH_VERSION`)."""
-        return ec2nodeclass_hash(self, ca_bundle)
-
     def validate_runtime(self) -> list[FieldError]:
         """The node class controller's checks: the kubelet values (`kubelet_errors`),
         then tags (tags Karpenter owns are refused)."""
@@ -303,7 +297,9 @@ class EC2NodeClass(KindModel):
             return []
         path = "spec.kubelet"
         errors = [
-            e for e in openapi.validate(KUBELET, kubelet.to_dict(), path) if e.path != "<nil>"
+            e
+            for e in openapi_engine.validate(KUBELET, kubelet.to_dict(), path)
+            if e.path != "<nil>"
         ]
         flagged = {e.path for e in errors}
         for index, address in enumerate(kubelet.cluster_dns):

@@ -33,9 +33,9 @@ from karpy.apis.duration import (
     parse_duration_field,
 )
 from karpy.apis.fielderrors import FieldError
-from karpy.apis.hashes import nodepool_template_hash
 from karpy.apis.nodepool_schema import NODEPOOL, NODEPOOL_SCHEMA
-from karpy.apis.openapi import QUANTITY_PATTERN, child_path
+from karpy.apis.openapi import QUANTITY_PATTERN
+from karpy.apis.openapi_engine import child_path
 from karpy.apis.resources import format_resource_list, parse_resource_list
 from karpy.apis.wire import KindModel, opt_int, prepare
 from karpy.base.quantity import QuantityError, parse_quantity
@@ -347,11 +347,6 @@ class NodePool(KindModel):
     @property
     def name(self) -> str:
         return self.metadata.name
-
-    def hash(self) -> str:
-        """The ``karpenter.sh/nodepool-hash`` of the template, as Karpenter computes it
-        (annotation version `karpy.apis.hashes.NODEPOOL_HASH_VERSION`)."""
-        return nodepool_template_hash(self.spec.template)
 
     @property
     def is_static(self) -> bool:

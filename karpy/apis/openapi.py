@@ -37,18 +37,14 @@ __all__ = [
     "QUANTITY_PATTERN",
     "Rule",
     "Schema",
-    "apply_defaults",
     "array",
     "boolean",
-    "child_path",
     "integer",
     "obj",
     "quantity",
     "quantity_map",
     "string",
     "string_map",
-    "structural_errors",
-    "validate",
 ]
 
 
@@ -278,12 +274,3 @@ def quantity(description: str = "") -> Schema:
 def quantity_map(description: str = "", *, rules: tuple[Rule, ...] = ()) -> Schema:
     """A ResourceList: resource name to quantity."""
     return string_map(quantity(), description, rules=rules)
-
-
-# The engine lives next door; importing it here keeps one entry point for schema users.
-from karpy.apis.openapi_engine import (  # noqa: E402
-    apply_defaults,
-    child_path,
-    structural_errors,
-    validate,
-)

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from karpy.apis.core import InvalidObject
 from karpy.apis.fielderrors import FieldError
-from karpy.apis.openapi import QUANTITY_PATTERN, child_path
+from karpy.apis.openapi import QUANTITY_PATTERN
+from karpy.apis.openapi_engine import child_path
 from karpy.base.quantity import QuantityError, format_resource, parse_quantity
 
 if TYPE_CHECKING:

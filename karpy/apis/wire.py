@@ -8,7 +8,7 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from karpy.apis import openapi
+from karpy.apis import openapi_engine
 from karpy.apis.core import InvalidObject
 from karpy.apis.fielderrors import FieldError
 
@@ -35,8 +35,8 @@ def prepare(schema: Schema, data: Mapping[str, Any], api_version: str, kind: str
         given = data.get(field)
         if given is not None and given != expected:
             errors.append(FieldError.not_supported(field, given, [expected]))
-    wire = openapi.apply_defaults(schema, data)
-    errors += openapi.structural_errors(schema, wire, lenient=_STATUS)
+    wire = openapi_engine.apply_defaults(schema, data)
+    errors += openapi_engine.structural_errors(schema, wire, lenient=_STATUS)
     if errors:
         raise InvalidObject(errors)
     return wire  # type: ignore[no-any-return]
@@ -72,7 +72,7 @@ class KindModel(abc.ABC):
         """What kube-apiserver would reject, given the CRD: OpenAPI and CEL rules. ``old``
         is the stored object on update (for rules such as immutability)."""
         old_dict = old.to_dict() if old is not None else None
-        return openapi.validate(self.SCHEMA, self.to_dict(), old=old_dict, skip=_STATUS)
+        return openapi_engine.validate(self.SCHEMA, self.to_dict(), old=old_dict, skip=_STATUS)
 
     def validate_runtime(self) -> list[FieldError]:
         """What Karpenter's controllers flag as ValidationSucceeded=False."""

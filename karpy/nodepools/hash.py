@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from karpy.apis.hashes import NODEPOOL_HASH_VERSION
+from karpy.apis.hashes import NODEPOOL_HASH_VERSION, nodepool_template_hash
 from karpy.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH_VERSION
 from karpy.kube.resources import NODEPOOLS
 from karpy.reconcile import DONE, Result
@@ -44,7 +44,7 @@ class NodePoolHash:
         pool = self.state.snapshot().nodepools.get(key)
         if pool is None or pool.metadata.deletion_timestamp is not None:
             return DONE
-        wanted = {ANNOTATION_NODEPOOL_HASH: pool.hash(),
+        wanted = {ANNOTATION_NODEPOOL_HASH: nodepool_template_hash(pool.spec.template),
                   ANNOTATION_NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION}  # fmt: skip
         annotations = pool.metadata.annotations
         if all(annotations.get(k) == v for k, v in wanted.items()):

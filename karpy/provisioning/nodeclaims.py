@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any, Final
 
-from karpy.apis.hashes import NODEPOOL_HASH_VERSION
+from karpy.apis.hashes import NODEPOOL_HASH_VERSION, nodepool_template_hash
 from karpy.apis.labels import (
     ANNOTATION_NODEPOOL_HASH,
     ANNOTATION_NODEPOOL_HASH_VERSION,
@@ -62,7 +62,7 @@ def nodeclaim_for(
     labels = {**template.labels, **template.custom_labels(plan.requirements, well_known)}
     annotations = {
         **template.annotations,
-        ANNOTATION_NODEPOOL_HASH: nodepool.hash(),
+        ANNOTATION_NODEPOOL_HASH: nodepool_template_hash(nodepool.spec.template),
         ANNOTATION_NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION,
         **plan.annotations,
     }

@@ -20,7 +20,8 @@ import yaml
 from karpy.apis import KINDS
 from karpy.apis.core import Condition, NodeSelectorRequirement, ObjectMeta
 from karpy.apis.crdgen import CUSTOM_RESOURCES, main, render_all
-from karpy.apis.openapi import NO_DEFAULT, Schema, apply_defaults, obj, string, validate
+from karpy.apis.openapi import NO_DEFAULT, Schema, obj, string
+from karpy.apis.openapi_engine import apply_defaults, validate
 from karpy.apis.records import Record, wire_fields
 from karpy.durations import from_timedelta, parse_duration
 from tests.apis.builders import ec2nodeclass, nodeclaim, nodeoverlay, nodepool

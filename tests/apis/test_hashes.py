@@ -13,7 +13,7 @@ import pytest
 from karpy.apis.core import Taint
 from karpy.apis.ec2nodeclass import EC2NodeClass
 from karpy.apis.gohash import Bool, GoStruct, Int, Map, Ptr, Slice, go_hash
-from karpy.apis.hashes import ec2nodeclass_hash
+from karpy.apis.hashes import ec2nodeclass_hash, nodepool_template_hash
 from karpy.apis.nodepool import NodePool
 from tests.apis.builders import changed, nodepool
 
@@ -136,7 +136,7 @@ def test_node_class_hash_covers_the_ami_family_in_effect_and_the_ca_bundle():
     assert ec2nodeclass_hash(nodeclass, "other") != BASE_HASH
     aliased = attrs.evolve(nodeclass, spec=attrs.evolve(nodeclass.spec, ami_family="AL2023"))
     assert ec2nodeclass_hash(aliased, CA_BUNDLE) != BASE_HASH
-    assert nodeclass.hash(CA_BUNDLE) == BASE_HASH
+    assert ec2nodeclass_hash(nodeclass, CA_BUNDLE) == BASE_HASH
 
 
 # --- the algorithm itself -----------------------------------------------------------------
@@ -169,7 +169,7 @@ def test_field_order_matters():
 
 
 def pool_hash(document: dict[str, Any]) -> str:
-    return NodePool.from_dict(document).hash()
+    return nodepool_template_hash(NodePool.from_dict(document).spec.template)
 
 
 def test_nodepool_hash_is_a_decimal_uint64_and_stable():
@@ -220,4 +220,4 @@ def test_taint_order_does_not_matter_but_time_added_does():
         taints=(Taint("a", "NoSchedule", time_added=datetime(2026, 1, 1, tzinfo=UTC)),),
     )
     template = attrs.evolve(pool.spec.template, spec=stamped)
-    assert attrs.evolve(pool, spec=attrs.evolve(pool.spec, template=template)).hash() != forward
+    assert nodepool_template_hash(template) != forward

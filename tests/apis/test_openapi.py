@@ -9,16 +9,14 @@ import pytest
 from karpy.apis.fielderrors import ErrorType
 from karpy.apis.openapi import (
     Rule,
-    apply_defaults,
     array,
     integer,
     obj,
     quantity_map,
     string,
     string_map,
-    structural_errors,
-    validate,
 )
+from karpy.apis.openapi_engine import apply_defaults, structural_errors, validate
 from tests.apis.builders import NOT_CHECKED, rendered
 
 SCHEMA = obj(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from karpy.apis.hashes import nodepool_template_hash
 from karpy.apis.nodepool import NodePool
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.nodepools.counter import NodePoolCounter
@@ -100,7 +101,7 @@ async def test_the_hash_annotation_is_written_once(apiserver):
         hashing = NodePoolHash(world.state, world.client)
         await hashing.reconcile("general")
         pool = apiserver.store.get("nodepools.karpenter.sh", "general")
-        expected = NodePool.from_dict(pool).hash()
+        expected = nodepool_template_hash(NodePool.from_dict(pool).spec.template)
         assert pool["metadata"]["annotations"]["karpenter.sh/nodepool-hash"] == expected
         assert pool["metadata"]["annotations"]["karpenter.sh/nodepool-hash-version"] == "v3"
         await world.settled()

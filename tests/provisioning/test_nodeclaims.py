@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from karpy.apis.hashes import nodepool_template_hash
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.apis.nodepool import NodePool
 from karpy.provisioning.nodeclaims import nodeclaim_for, random_suffix
@@ -67,7 +68,9 @@ def test_a_nodeclaim_carries_the_pools_template_owner_hash_and_the_decision():
         "karpenter.k8s.aws/ec2nodeclass": "default",
     }
     assert meta["annotations"]["example.com/owner"] == "ops"
-    assert meta["annotations"]["karpenter.sh/nodepool-hash"] == nodepool.hash()
+    assert meta["annotations"]["karpenter.sh/nodepool-hash"] == nodepool_template_hash(
+        nodepool.spec.template
+    )
     assert meta["annotations"]["karpenter.sh/nodepool-hash-version"] == "v3"
     assert meta["annotations"]["karpenter.sh/nodeclaim-min-values-relaxed"] == "false"
     spec = body["spec"]

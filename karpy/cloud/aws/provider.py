@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 from prometheus_client import CollectorRegistry
 
-from karpy.apis.hashes import EC2NODECLASS_HASH_VERSION
+from karpy.apis.hashes import EC2NODECLASS_HASH_VERSION, ec2nodeclass_hash
 from karpy.apis.labels import (
     ANNOTATION_EC2NODECLASS_HASH,
     ANNOTATION_EC2NODECLASS_HASH_VERSION,
@@ -166,7 +166,7 @@ class AWSCloudProvider:
                 f'EC2NodeClass "{nodeclass.name}" is invalid: {problems[0].detail}'
             )
         try:
-            nodeclass_hash = nodeclass.hash(self.settings.cluster_ca_bundle or None)
+            nodeclass_hash = ec2nodeclass_hash(nodeclass, self.settings.cluster_ca_bundle or None)
         except ValueError as exc:
             raise NodeClassNotReady(f'EC2NodeClass "{nodeclass.name}" is invalid: {exc}') from None
         await self.instance_types.ensure_ready()

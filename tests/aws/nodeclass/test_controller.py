@@ -8,6 +8,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from karpy.apis.ec2nodeclass import EC2NodeClass
+from karpy.apis.hashes import ec2nodeclass_hash
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.aws.nodeclass import (
     KubernetesVersion,
@@ -242,7 +243,7 @@ async def test_hash_annotations_and_nodeclaims_restamped_on_a_new_hash_version(
         await world.settled()
         stamp = NodeClassHash(world.state, world.client, ca_bundle="CA")
         await stamp.reconcile("default")
-        expected = EC2NodeClass.from_dict(nodeclass_dict()).hash("CA")
+        expected = ec2nodeclass_hash(EC2NodeClass.from_dict(nodeclass_dict()), "CA")
         annotations = apiserver.store.get(NODECLASSES, "default")["metadata"]["annotations"]
         version = annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"]
         assert annotations["karpenter.k8s.aws/ec2nodeclass-hash"] == expected

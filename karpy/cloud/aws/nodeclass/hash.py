@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
-from karpy.apis.hashes import EC2NODECLASS_HASH_VERSION
+from karpy.apis.hashes import EC2NODECLASS_HASH_VERSION, ec2nodeclass_hash
 from karpy.apis.labels import ANNOTATION_EC2NODECLASS_HASH, ANNOTATION_EC2NODECLASS_HASH_VERSION
 from karpy.kube.errors import NotFound
 from karpy.kube.resources import EC2NODECLASSES, NODECLAIMS
@@ -65,7 +65,7 @@ class NodeClassHash:
         nodeclass = snapshot.ec2nodeclasses.get(key)
         if nodeclass is None or nodeclass.metadata.deletion_timestamp is not None:
             return DONE
-        digest = nodeclass.hash(self.ca_bundle or None)
+        digest = ec2nodeclass_hash(nodeclass, self.ca_bundle or None)
         annotations = nodeclass.metadata.annotations
         if annotations.get(ANNOTATION_EC2NODECLASS_HASH_VERSION) != EC2NODECLASS_HASH_VERSION:
             await self._restamp_claims(snapshot, nodeclass, digest)
