@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 import attrs
 
 from karpy.apis.labels import LABEL_INSTANCE_TYPE
+from karpy.scheduling.clustersnapshot import ClusterSnapshot
 from karpy.scheduling.daemonsets import daemonset_pods_of
 from karpy.scheduling.nodes import Node, cluster_nodes
 from karpy.scheduling.reschedule import reschedulable_pods
-from karpy.scheduling.solver import ClusterSnapshot
 from karpy.scheduling.templates import SIMULATION_ONLY_KEYS
 from karpy.scheduling.volumes import VolumeCatalog
 

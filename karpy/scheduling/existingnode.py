@@ -27,11 +27,11 @@ from karpy.scheduling.volumelimits import VolumeUsage, pod_volumes
 
 if TYPE_CHECKING:
     from karpy.apis.core import Taint
+    from karpy.scheduling.clustersnapshot import ClusterSnapshot
     from karpy.scheduling.environment import RoundEnvironment
     from karpy.scheduling.nodes import ClusterNode
     from karpy.scheduling.pods import HostPort, Pod
     from karpy.scheduling.shapes import PodShape
-    from karpy.scheduling.solver import ClusterSnapshot
     from karpy.scheduling.topology import Topology
     from karpy.scheduling.volumelimits import PodVolumes
 

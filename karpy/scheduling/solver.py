@@ -39,11 +39,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Final
 
-import attrs
-
 from karpy.base.gcpause import gc_paused
 from karpy.scheduling.algebra import RequirementAlgebra
-from karpy.scheduling.clusterindex import ClusterIndex
+from karpy.scheduling.clustersnapshot import ClusterSnapshot
 from karpy.scheduling.daemonsets import daemon_overhead_groups
 from karpy.scheduling.environment import RoundEnvironment
 from karpy.scheduling.existingnode import ExistingNode, existing_nodes
@@ -72,7 +70,7 @@ from karpy.scheduling.shapes import PodShape, ShapeBuilder, visible_label_keys
 from karpy.scheduling.topology import Topology
 from karpy.scheduling.validation import pod_problem
 from karpy.scheduling.volumelimits import pod_volumes
-from karpy.scheduling.volumes import VolumeCatalog, VolumeError, volume_requirements
+from karpy.scheduling.volumes import VolumeError, volume_requirements
 
 if TYPE_CHECKING:
     import threading
@@ -80,7 +78,6 @@ if TYPE_CHECKING:
 
     from karpy.scheduling.context import PoolCandidates, SchedulingContext
     from karpy.scheduling.daemonsets import DaemonOverheadGroup
-    from karpy.scheduling.nodes import ClusterNode, Node
     from karpy.scheduling.pods import Pod
     from karpy.scheduling.requirements import Requirements
     from karpy.scheduling.volumelimits import PodVolumes
@@ -104,20 +101,6 @@ class SolveCancelled(Exception):
     def __init__(self, pods_tried: int) -> None:
         super().__init__(f"solve cancelled after {pods_tried} pod(s) tried")
         self.pods_tried = pods_tried
-
-
-@attrs.frozen(slots=True)
-class ClusterSnapshot:
-    """The cluster as a round sees it, besides the pods to place."""
-
-    nodes: tuple[Node, ...] = ()  # every Node object (topology counts pods by node name)
-    capacity: tuple[ClusterNode, ...] = ()  # nodes and in-flight NodeClaims
-    bound_pods: tuple[Pod, ...] = ()  # pods with spec.nodeName
-    daemonset_pods: tuple[Pod, ...] = ()  # one pod per DaemonSet, from its template
-    namespaces: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)  # name -> labels
-    volumes: VolumeCatalog = attrs.field(factory=VolumeCatalog)
-    # derived from the bound pods once, shared by the copies that keep them (what-ifs)
-    index: ClusterIndex = attrs.field(factory=ClusterIndex, eq=False, repr=False)
 
 
 class Scheduler:

@@ -21,6 +21,7 @@ from karpy.apis.nodeoverlay import NodeOverlay
 from karpy.apis.nodepool import NodePool
 from karpy.base.quantity import QuantityError, parse_quantity
 from karpy.scheduling.catalog import Catalog, CatalogError, parse_catalog
+from karpy.scheduling.clustersnapshot import ClusterSnapshot
 from karpy.scheduling.context import SchedulingContext, build_context
 from karpy.scheduling.daemonsets import daemonset_pod, daemonset_pods
 from karpy.scheduling.defaultspread import (
@@ -32,7 +33,6 @@ from karpy.scheduling.defaultspread import (
 from karpy.scheduling.nodes import cluster_nodes, node_from_dict
 from karpy.scheduling.pods import PodFormatError, pod_from_dict
 from karpy.scheduling.reschedule import pdb_from_dict, reschedulable_pods
-from karpy.scheduling.solver import ClusterSnapshot
 from karpy.scheduling.volumelimits import attach_limits_from_dict
 from karpy.scheduling.volumes import (
     VolumeCatalog,

@@ -162,9 +162,10 @@ def settled_objects(pods: int) -> list[dict[str, Any]]:
     from karpy.apis.nodepool import NodePool
     from karpy.base.quantity import format_resource
     from karpy.scheduling.catalog import parse_catalog
+    from karpy.scheduling.clustersnapshot import ClusterSnapshot
     from karpy.scheduling.context import build_context
     from karpy.scheduling.pods import pod_from_dict
-    from karpy.scheduling.solver import ClusterSnapshot, Scheduler
+    from karpy.scheduling.solver import Scheduler
     from tests import factories as f
     from tests.bench.bench_scheduling import Workload, catalog, nodepool
 

@@ -271,8 +271,9 @@ def _settled_cluster(context: Any, pods: list[Any]) -> tuple[list[Any], list[Any
     import attrs
 
     from karpy.base.quantity import format_resource
+    from karpy.scheduling.clustersnapshot import ClusterSnapshot
     from karpy.scheduling.nodes import node_from_dict
-    from karpy.scheduling.solver import ClusterSnapshot, Scheduler
+    from karpy.scheduling.solver import Scheduler
 
     results = Scheduler(context, ClusterSnapshot()).solve(pods, budget=3600.0)
     nodes, bound = [], []
@@ -303,10 +304,11 @@ def run_steady_case(case: str) -> dict[str, Any]:
     from karpy.apis.labels import AWS_WELL_KNOWN_LABELS
     from karpy.apis.nodepool import NodePool
     from karpy.scheduling.catalog import parse_catalog
+    from karpy.scheduling.clustersnapshot import ClusterSnapshot
     from karpy.scheduling.context import build_context
     from karpy.scheduling.nodes import cluster_nodes
     from karpy.scheduling.pods import pod_from_dict
-    from karpy.scheduling.solver import ClusterSnapshot, Scheduler
+    from karpy.scheduling.solver import Scheduler
 
     running = int(case.split("-")[1])
     workload = Workload()
@@ -356,9 +358,10 @@ def run_case(case: str) -> dict[str, Any]:
     from karpy.apis.labels import AWS_WELL_KNOWN_LABELS
     from karpy.apis.nodepool import NodePool
     from karpy.scheduling.catalog import parse_catalog
+    from karpy.scheduling.clustersnapshot import ClusterSnapshot
     from karpy.scheduling.context import build_context
     from karpy.scheduling.pods import pod_from_dict
-    from karpy.scheduling.solver import ClusterSnapshot, Scheduler
+    from karpy.scheduling.solver import Scheduler
 
     workload = Workload()
     if case.startswith("preferences"):

@@ -180,9 +180,10 @@ def solve_until(done: Callable[[], bool], *, pods: int = 5_000, most: int = 100)
     from karpy.apis.labels import AWS_WELL_KNOWN_LABELS
     from karpy.apis.nodepool import NodePool
     from karpy.scheduling.catalog import parse_catalog
+    from karpy.scheduling.clustersnapshot import ClusterSnapshot
     from karpy.scheduling.context import build_context
     from karpy.scheduling.pods import pod_from_dict
-    from karpy.scheduling.solver import ClusterSnapshot, Scheduler
+    from karpy.scheduling.solver import Scheduler
     from tests.bench.bench_scheduling import Workload, catalog, nodepool
 
     projected = [pod_from_dict(o) for o in Workload().diverse(pods)]

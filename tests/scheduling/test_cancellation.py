@@ -8,8 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
+from karpy.scheduling.clustersnapshot import ClusterSnapshot
 from karpy.scheduling.pods import Pod
-from karpy.scheduling.solver import CANCEL_CHECK_PODS, ClusterSnapshot, Scheduler, SolveCancelled
+from karpy.scheduling.solver import CANCEL_CHECK_PODS, Scheduler, SolveCancelled
 from tests.scheduling.builders import context, instance_type, pod
 
 CONTEXT = context([instance_type("m", cpu="64", memory="256Gi")])

@@ -8,9 +8,10 @@ from typing import Any
 
 import attrs
 
+from karpy.scheduling.clustersnapshot import ClusterSnapshot
 from karpy.scheduling.nodes import cluster_nodes, node_from_dict
 from karpy.scheduling.pods import Pod
-from karpy.scheduling.solver import ClusterSnapshot, Scheduler
+from karpy.scheduling.solver import Scheduler
 from tests.scheduling.builders import context, instance_type, pod
 
 CONTEXT = context([instance_type("medium", "4", "16Gi", price=1.0)])

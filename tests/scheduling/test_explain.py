@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from karpy.scheduling.solver import ClusterSnapshot, Scheduler
+from karpy.scheduling.clustersnapshot import ClusterSnapshot
+from karpy.scheduling.solver import Scheduler
 from tests import factories as f
 from tests.scheduling.builders import ZONES, context, instance_type, offerings, pod
 from tests.scheduling.scenario import ZONE, Round, catalog, entry

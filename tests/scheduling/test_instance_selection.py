@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from karpy.base.quantity import parse_quantity
-from karpy.scheduling.solver import ClusterSnapshot, Scheduler
+from karpy.scheduling.clustersnapshot import ClusterSnapshot
+from karpy.scheduling.solver import Scheduler
 from tests import factories as f
 from tests.scheduling.builders import context, instance_type, nodepool, offerings, pod
 from tests.scheduling.scenario import Round, catalog, entry

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from karpy.scheduling.solver import ClusterSnapshot, Scheduler
+from karpy.scheduling.clustersnapshot import ClusterSnapshot
+from karpy.scheduling.solver import Scheduler
 from karpy.simulate import simulate
 from tests import factories as f
 from tests.scheduling.builders import context, instance_type, pod

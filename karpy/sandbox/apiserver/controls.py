@@ -35,7 +35,7 @@ It is a front for the same operations as ``/_emulator/`` (`APIServer.drop_watche
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 from aiohttp import web
@@ -44,7 +44,35 @@ from karpy.sandbox.apiserver import errors
 from karpy.sandbox.apiserver.auth import UNSECURED
 
 if TYPE_CHECKING:
-    from karpy.sandbox.apiserver.server import APIServer
+    from collections.abc import Mapping
+
+    from karpy.sandbox.apiserver.auth import Authenticator
+    from karpy.sandbox.apiserver.faults import Faults
+    from karpy.sandbox.apiserver.rbac import Authorizer
+    from karpy.sandbox.apiserver.store import Store
+
+
+class _Counted(Protocol):
+    @property
+    def request_counts(self) -> Mapping[str, int]: ...
+
+
+class ControlledServer(Protocol):
+    """What the control endpoints act on: the emulator (`APIServer`), seen through the
+    parts they touch, so this module needs nothing from the server's."""
+
+    auth: Authenticator
+    rbac: Authorizer
+    faults: Faults
+    store_state: Store
+    bookmark_period: float
+
+    @property
+    def frontend(self) -> _Counted: ...
+
+    def drop_watches(self, *, abrupt: bool = True) -> int: ...
+
+    def compact(self, resource_version: int | None = None) -> int: ...
 
 
 def _json(body: Any, status: int = 200) -> web.Response:
@@ -52,7 +80,7 @@ def _json(body: Any, status: int = 200) -> web.Response:
 
 
 class Controls:
-    def __init__(self, server: APIServer) -> None:
+    def __init__(self, server: ControlledServer) -> None:
         self.server = server
 
     async def _body(self, request: web.Request) -> dict[str, Any]:

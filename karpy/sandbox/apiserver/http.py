@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import orjson
@@ -40,9 +40,35 @@ from karpy.sandbox.apiserver.selectors import (
 from karpy.sandbox.apiserver.watch import Watcher, expired_event, start_watch
 
 if TYPE_CHECKING:
-    from karpy.sandbox.apiserver.kinds import View
+    from karpy.sandbox.apiserver.auth import Authenticator
+    from karpy.sandbox.apiserver.controls import Controls
+    from karpy.sandbox.apiserver.eviction import DisruptionController
+    from karpy.sandbox.apiserver.faults import Faults
+    from karpy.sandbox.apiserver.kinds import Registry, View
+    from karpy.sandbox.apiserver.latency import RequestLatency
+    from karpy.sandbox.apiserver.objects import ObjectAPI
+    from karpy.sandbox.apiserver.rbac import Authorizer
     from karpy.sandbox.apiserver.requestinfo import RequestInfo
-    from karpy.sandbox.apiserver.server import APIServer
+    from karpy.sandbox.apiserver.scale import ScaleSubresource
+    from karpy.sandbox.apiserver.store import Store
+
+
+class Backend(Protocol):
+    """What the HTTP front end serves from: the emulator (`APIServer`), seen through
+    the parts requests reach, so this module needs nothing from the server's."""
+
+    auth: Authenticator
+    rbac: Authorizer
+    disruption: DisruptionController
+    registry: Registry
+    store_state: Store
+    api: ObjectAPI
+    scale: ScaleSubresource
+    faults: Faults
+    latency: RequestLatency
+    controls: Controls
+    bookmark_period: float
+
 
 log = logging.getLogger("karpy.sandbox.apiserver")
 
@@ -88,7 +114,7 @@ def wants_table(request: web.Request) -> bool:
 
 
 class Frontend:
-    def __init__(self, server: APIServer) -> None:
+    def __init__(self, server: Backend) -> None:
         self.server = server
         self.request_counts: dict[str, int] = {}
 

@@ -17,14 +17,14 @@ from karpy.sandbox.apiserver.selectors import label_selector_from_object, select
 
 if TYPE_CHECKING:
     from karpy.sandbox.apiserver.kinds import View
-    from karpy.sandbox.apiserver.server import APIServer
+    from karpy.sandbox.apiserver.objects import ObjectAPI
 
 
 class ScaleSubresource:
     """``/scale`` for kinds that declare it: an autoscaling/v1 Scale view of the object."""
 
-    def __init__(self, server: APIServer) -> None:
-        self.server = server
+    def __init__(self, api: ObjectAPI) -> None:
+        self.api = api
 
     def _scale(self, view: View, obj: dict[str, Any]) -> dict[str, Any]:
         spec = view.kind.scale
@@ -50,10 +50,10 @@ class ScaleSubresource:
         }
 
     def get(self, view: View, namespace: str | None, name: str) -> dict[str, Any]:
-        return self._scale(view, self.server.api.get(view, namespace, name))
+        return self._scale(view, self.api.get(view, namespace, name))
 
     def update(self, view: View, namespace: str | None, name: str, body: Any) -> dict[str, Any]:
-        api = self.server.api
+        api = self.api
         kind = view.kind
         assert kind.scale is not None
         prev = api.entry(view, namespace, name)
@@ -86,5 +86,5 @@ class ScaleSubresource:
     ) -> dict[str, Any]:
         scale = self.get(view, namespace, name)
         fake = attrs.evolve(view.kind, patch_meta={})
-        patched = self.server.api.patched(fake, scale, content_type, raw)
+        patched = self.api.patched(fake, scale, content_type, raw)
         return self.update(view, namespace, name, patched)

@@ -143,7 +143,7 @@ class APIServer:
         self.store = StoreClient(self.api, self.disruption)
         self.frontend = Frontend(self)
         self.controls = Controls(self)
-        self.scale = ScaleSubresource(self)
+        self.scale = ScaleSubresource(self.api)
         self._runner: web.AppRunner | None = None
         self._compactor: asyncio.Task[None] | None = None
         self._bootstrap()

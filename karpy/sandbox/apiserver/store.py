@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 import orjson
@@ -32,10 +32,16 @@ import orjson
 from karpy.sandbox.apiserver import errors
 from karpy.sandbox.apiserver.kinds import Kind, Obj, Registry
 
-if TYPE_CHECKING:
-    from karpy.sandbox.apiserver.watch import Watcher
-
 Key = tuple[str, str]  # (namespace or "", name)
+
+
+class Watcher(Protocol):
+    """An open watch as the store sees it (`karpy.sandbox.apiserver.watch.Watcher`): it is
+    offered every change of its resource and closed when its history is compacted away."""
+
+    def offer(self, change: Change) -> None: ...
+
+    def close(self, *, abrupt: bool) -> None: ...
 
 
 class Entry:

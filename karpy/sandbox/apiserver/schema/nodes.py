@@ -28,14 +28,37 @@ if TYPE_CHECKING:
     import re
     from collections.abc import Mapping
 
-    from karpy.sandbox.apiserver.schema.rules import CompiledRule
+    from karpy.apis.fielderrors import ErrorType
+    from karpy.sandbox.apiserver.schema.cel.compiler import CompiledExpression
 
-__all__ = ["JSON_TYPES", "SchemaNode", "build_tree"]
+__all__ = ["JSON_TYPES", "CompiledRule", "SchemaNode", "build_tree"]
 
 JSON_TYPES = ("array", "boolean", "integer", "number", "object", "string")
 _LIST_TYPES = ("atomic", "map", "set")
 _MAP_TYPES = ("atomic", "granular")
 _NO_DEFAULT = object()
+
+
+@attrs.frozen(slots=True)
+class CompiledRule:
+    """One compiled ``x-kubernetes-validations`` entry."""
+
+    rule: str
+    program: CompiledExpression
+    message: str
+    message_expression: CompiledExpression | None
+    reason: ErrorType | None
+    field_path: str
+    optional_old_self: bool
+
+    @property
+    def uses_old_self(self) -> bool:
+        return self.program.uses_old_self
+
+    @property
+    def error_text(self) -> str:
+        """How upstream names the rule in errors: its message, else its expression."""
+        return self.message or self.rule.strip()
 
 
 @attrs.define(slots=True, eq=False)

@@ -42,8 +42,7 @@ from karpy.sandbox.apiserver.schema.gofmt import shown
 from karpy.sandbox.apiserver.schema.ratchet import MISSING, Correlation, map_list_key
 
 if TYPE_CHECKING:
-    from karpy.sandbox.apiserver.schema.nodes import SchemaNode
-    from karpy.sandbox.apiserver.schema.rules import CompiledRule
+    from karpy.sandbox.apiserver.schema.nodes import CompiledRule, SchemaNode
 
 __all__ = ["evaluate_rules"]
 

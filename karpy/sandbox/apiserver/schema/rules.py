@@ -15,16 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from karpy.apis.fielderrors import ErrorType, FieldError
 from karpy.sandbox.apiserver.schema.cel import types as celtypes
-from karpy.sandbox.apiserver.schema.cel.compiler import (
-    CelCompileError,
-    CompiledExpression,
-    compile_expression,
-)
+from karpy.sandbox.apiserver.schema.cel.compiler import compile_expression
+from karpy.sandbox.apiserver.schema.cel.syntax import CelCompileError
 from karpy.sandbox.apiserver.schema.fieldpath import parse_rule_field_path
+from karpy.sandbox.apiserver.schema.nodes import CompiledRule
 
 if TYPE_CHECKING:
     from karpy.sandbox.apiserver.schema.nodes import SchemaNode
@@ -39,28 +35,6 @@ _REASONS = {
 }
 
 
-@attrs.frozen(slots=True)
-class CompiledRule:
-    """One compiled ``x-kubernetes-validations`` entry."""
-
-    rule: str
-    program: CompiledExpression
-    message: str
-    message_expression: CompiledExpression | None
-    reason: ErrorType | None
-    field_path: str
-    optional_old_self: bool
-
-    @property
-    def uses_old_self(self) -> bool:
-        return self.program.uses_old_self
-
-    @property
-    def error_text(self) -> str:
-        """How upstream names the rule in errors: its message, else its expression."""
-        return self.message or self.rule.strip()
-
-
 def _compile_node_rules(
     node: SchemaNode,
     raw_rules: tuple[Any, ...],
@@ -71,7 +45,7 @@ def _compile_node_rules(
     errors: list[FieldError],
 ) -> list[CompiledRule]:
     compiled: list[CompiledRule] = []
-    self_type = celtypes.schema_cel_type(node, resource_root) or celtypes.DYN
+    self_type = schema_cel_type(node, resource_root) or celtypes.DYN
     for index, raw in enumerate(raw_rules):
         path = f"{rules_path}[{index}]"
         rule_text = str(raw.get("rule") or "")
@@ -236,3 +210,62 @@ def compile_rules(
         )
     node.has_rules = has_rules
     return has_rules
+
+
+# The CEL type of values at a schema node: what `self` is in the rules written there.
+_CEL_STRING_FORMATS = {
+    "byte": celtypes.BYTES,
+    "duration": celtypes.DURATION,
+    "date": celtypes.TIMESTAMP,
+    "date-time": celtypes.TIMESTAMP,
+}
+_CEL_METADATA_FIELDS = {
+    "name": ("name", celtypes.STRING),
+    "generateName": ("generateName", celtypes.STRING),
+}
+
+
+def schema_cel_type(node: SchemaNode, resource_root: bool = False) -> celtypes.CelType | None:
+    """The CEL type of values at ``node`` (None where Kubernetes leaves a value out of
+    CEL's reach). At a resource root (the custom resource, or an embedded resource)
+    ``apiVersion``, ``kind`` and ``metadata.name``/``generateName`` are always there."""
+    if node.int_or_string:
+        return celtypes.DYN
+    kind = node.type
+    if kind == "array":
+        if node.items is None:
+            return None
+        elem = schema_cel_type(node.items, node.items.embedded)
+        return (
+            None if elem is None else celtypes.CelType("list", elem=elem, list_type=node.list_type)
+        )
+    if kind == "object" or (resource_root and not kind):
+        if node.additional is not None:
+            value = schema_cel_type(node.additional, node.additional.embedded)
+            return None if value is None else celtypes.map_of(celtypes.STRING, value)
+        fields: dict[str, tuple[str, celtypes.CelType]] = {}
+        for name, child in node.properties.items():
+            child_type = schema_cel_type(child, child.embedded)
+            escaped = celtypes.escape_property(name)
+            if child_type is not None and escaped is not None:
+                fields[escaped] = (name, child_type)
+        if resource_root or node.embedded:
+            fields.setdefault("apiVersion", ("apiVersion", celtypes.STRING))
+            fields.setdefault("kind", ("kind", celtypes.STRING))
+            meta_fields = dict(_CEL_METADATA_FIELDS)
+            existing = fields.get("metadata")
+            if existing is not None and existing[1].fields:
+                meta_fields.update(existing[1].fields)
+            fields["metadata"] = ("metadata", celtypes.CelType("object", fields=meta_fields))
+        return celtypes.CelType("object", fields=fields)
+    if kind == "integer":
+        return celtypes.INT
+    if kind == "number":
+        return celtypes.DOUBLE
+    if kind == "boolean":
+        return celtypes.BOOL
+    if kind == "string":
+        return _CEL_STRING_FORMATS.get(node.format, celtypes.STRING)
+    if node.preserve_unknown:
+        return celtypes.DYN
+    return None

@@ -18,7 +18,6 @@ overflow, which are easier to guarantee here than to patch into it.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import attrs
@@ -31,7 +30,13 @@ from karpy.sandbox.apiserver.schema.cel.library import FUNCTIONS, Function
 from karpy.sandbox.apiserver.schema.cel.literals import LiteralError, decode_literal
 from karpy.sandbox.apiserver.schema.cel.macros import compile_comprehension, compile_has
 from karpy.sandbox.apiserver.schema.cel.signatures import arithmetic_result, relation_accepts
-from karpy.sandbox.apiserver.schema.cel.syntax import literal_string, position, unwrap_ident
+from karpy.sandbox.apiserver.schema.cel.syntax import (
+    CelCompileError,
+    Fn,
+    literal_string,
+    position,
+    unwrap_ident,
+)
 from karpy.sandbox.apiserver.schema.cel.types import display
 from karpy.sandbox.apiserver.schema.cel.values import (
     CelEvalError,
@@ -46,11 +51,10 @@ if TYPE_CHECKING:
 
     from karpy.sandbox.apiserver.schema.cel.types import CelType
 
-__all__ = ["CelCompileError", "CompiledExpression", "compile_expression"]
+__all__ = ["CompiledExpression", "compile_expression"]
 
 assert k8slib and stdlib and strings  # the libraries register their functions on import
 
-Fn = Callable[[list[Any]], Any]
 _PARSER = CELParser()
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 _TYPE_NAMES = (
@@ -66,11 +70,6 @@ _TYPE_NAMES = (
     "type",
 )
 _REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
-
-
-class CelCompileError(ValueError):
-    """A rule cel-go would not compile; the message is cel-go-shaped
-    (``ERROR: <input>:1:5: undefined field 'foo'`` and the source line)."""
 
 
 @attrs.frozen(slots=True)

@@ -9,7 +9,7 @@ variable lives in its own frame slot, so nested comprehensions never collide.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from karpy.sandbox.apiserver.schema.cel import types as t
 from karpy.sandbox.apiserver.schema.cel.syntax import unwrap, unwrap_ident
@@ -17,15 +17,31 @@ from karpy.sandbox.apiserver.schema.cel.types import display
 from karpy.sandbox.apiserver.schema.cel.values import CelEvalError, no_such_overload
 
 if TYPE_CHECKING:
-    from lark import Tree
+    from lark import Token, Tree
 
-    from karpy.sandbox.apiserver.schema.cel.compiler import Fn, _Compiler
+    from karpy.sandbox.apiserver.schema.cel.syntax import CelCompileError, Fn
     from karpy.sandbox.apiserver.schema.cel.types import CelType
 
-__all__ = ["compile_comprehension", "compile_has"]
+__all__ = ["MacroCompiler", "compile_comprehension", "compile_has"]
 
 
-def compile_has(compiler: _Compiler, tree: Tree[Any], args: list[Any]) -> tuple[Fn, CelType]:
+class MacroCompiler(Protocol):
+    """What a macro needs of the compiler (`karpy.sandbox.apiserver.schema.cel.compiler`)
+    that expands it: compile a subtree, check a field, open a scope with its own slot."""
+
+    slots: int
+    scopes: list[dict[str, tuple[int, CelType]]]
+
+    def error(
+        self, node: Tree[Any] | Token, message: str, *, shift: int = 0
+    ) -> CelCompileError: ...
+
+    def compile(self, tree: Any) -> tuple[Fn, CelType]: ...
+
+    def field(self, token: Token | Tree[Any], kind: CelType, name: str) -> tuple[str, CelType]: ...
+
+
+def compile_has(compiler: MacroCompiler, tree: Tree[Any], args: list[Any]) -> tuple[Fn, CelType]:
     """``has(x.f)``: whether map or object ``x`` holds key ``f``."""
     select = unwrap(args[0], "member_dot") if len(args) == 1 else None
     if select is None:
@@ -44,7 +60,7 @@ def compile_has(compiler: _Compiler, tree: Tree[Any], args: list[Any]) -> tuple[
 
 
 def compile_comprehension(
-    compiler: _Compiler, tree: Tree[Any], name: str, target: Any, args: list[Any]
+    compiler: MacroCompiler, tree: Tree[Any], name: str, target: Any, args: list[Any]
 ) -> tuple[Fn, CelType]:
     """``all``, ``exists``, ``exists_one``, ``filter`` and ``map`` (2 or 3 arguments)."""
     if not (len(args) == 2 or (name == "map" and len(args) == 3)):

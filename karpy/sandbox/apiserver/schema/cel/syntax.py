@@ -4,13 +4,22 @@ its grammar produces for every sub-expression."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from lark import Token, Tree
 
 from karpy.sandbox.apiserver.schema.cel.literals import decode_literal
 
-__all__ = ["literal_string", "position", "unwrap", "unwrap_ident"]
+__all__ = ["CelCompileError", "Fn", "literal_string", "position", "unwrap", "unwrap_ident"]
+
+# A compiled expression: reads its variables from a frame of slots, returns the value.
+Fn = Callable[[list[Any]], Any]
+
+
+class CelCompileError(ValueError):
+    """A rule cel-go would not compile; the message is cel-go-shaped
+    (``ERROR: <input>:1:5: undefined field 'foo'`` and the source line)."""
 
 
 def position(node: Tree[Any] | Token) -> tuple[int, int]:

@@ -18,14 +18,10 @@ Property names that are not CEL identifiers are reachable through escapes:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import attrs
 
-if TYPE_CHECKING:
-    from karpy.sandbox.apiserver.schema.nodes import SchemaNode
-
-__all__ = ["CelType", "display", "escape_property", "schema_cel_type"]
+__all__ = ["CelType", "display", "escape_property"]
 
 _RESERVED = frozenset(
     {
@@ -125,51 +121,3 @@ def map_of(key: CelType, value: CelType) -> CelType:
 
 def optional_of(inner: CelType) -> CelType:
     return CelType("optional", elem=inner)
-
-
-_STRING_FORMATS = {"byte": BYTES, "duration": DURATION, "date": TIMESTAMP, "date-time": TIMESTAMP}
-_METADATA_FIELDS = {"name": ("name", STRING), "generateName": ("generateName", STRING)}
-
-
-def schema_cel_type(node: SchemaNode, resource_root: bool = False) -> CelType | None:
-    """The CEL type of values at ``node`` (None where Kubernetes leaves a value out of
-    CEL's reach). At a resource root (the custom resource, or an embedded resource)
-    ``apiVersion``, ``kind`` and ``metadata.name``/``generateName`` are always there."""
-    if node.int_or_string:
-        return DYN
-    kind = node.type
-    if kind == "array":
-        if node.items is None:
-            return None
-        elem = schema_cel_type(node.items, node.items.embedded)
-        return None if elem is None else CelType("list", elem=elem, list_type=node.list_type)
-    if kind == "object" or (resource_root and not kind):
-        if node.additional is not None:
-            value = schema_cel_type(node.additional, node.additional.embedded)
-            return None if value is None else map_of(STRING, value)
-        fields: dict[str, tuple[str, CelType]] = {}
-        for name, child in node.properties.items():
-            child_type = schema_cel_type(child, child.embedded)
-            escaped = escape_property(name)
-            if child_type is not None and escaped is not None:
-                fields[escaped] = (name, child_type)
-        if resource_root or node.embedded:
-            fields.setdefault("apiVersion", ("apiVersion", STRING))
-            fields.setdefault("kind", ("kind", STRING))
-            meta_fields = dict(_METADATA_FIELDS)
-            existing = fields.get("metadata")
-            if existing is not None and existing[1].fields:
-                meta_fields.update(existing[1].fields)
-            fields["metadata"] = ("metadata", CelType("object", fields=meta_fields))
-        return CelType("object", fields=fields)
-    if kind == "integer":
-        return INT
-    if kind == "number":
-        return DOUBLE
-    if kind == "boolean":
-        return BOOL
-    if kind == "string":
-        return _STRING_FORMATS.get(node.format, STRING)
-    if node.preserve_unknown:
-        return DYN
-    return None
