@@ -1,5 +1,5 @@
 """Small value types shared by every karpy API kind: object metadata, node selector
-requirements, taints, node class references and status conditions.
+requirements, taints and node class references (status conditions are in `conditions`).
 
 Each type parses from the plain dict Kubernetes sends (`from_dict`) and prints back to
 one (`to_dict`), using the JSON field names on the wire and snake_case in Python.
@@ -264,47 +264,3 @@ class NodeClassReference:
 
     def to_dict(self) -> dict[str, Any]:
         return {"group": self.group, "kind": self.kind, "name": self.name}
-
-
-@attrs.frozen(slots=True)
-class Condition:
-    """A status condition in Kubernetes' standard shape.
-
-    Karpenter's CRDs require a non-empty ``reason`` and a ``message`` on every condition;
-    like operatorpkg, a condition made without a reason carries its type as the reason.
-    """
-
-    type: str
-    status: str  # "True" | "False" | "Unknown"
-    reason: str = attrs.field(default=attrs.Factory(lambda self: self.type, takes_self=True))
-    message: str = ""
-    last_transition_time: datetime | None = None
-    observed_generation: int = 0
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Condition:
-        return cls(
-            type=data.get("type", ""),
-            status=data.get("status", "Unknown"),
-            reason=data.get("reason") or data.get("type", ""),
-            message=data.get("message", ""),
-            last_transition_time=parse_time(data.get("lastTransitionTime")),
-            observed_generation=int(data.get("observedGeneration", 0)),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "type": self.type,
-            "status": self.status,
-            "reason": self.reason,
-            "message": self.message,
-        }
-        if self.last_transition_time is not None:
-            out["lastTransitionTime"] = format_time(self.last_transition_time)
-        if self.observed_generation:
-            out["observedGeneration"] = self.observed_generation
-        return out
-
-    @property
-    def is_true(self) -> bool:
-        return self.status == "True"

@@ -12,7 +12,8 @@ from typing import Any
 
 import attrs
 
-from karpy.apis.core import Condition, NodeSelectorRequirement  # noqa: TC001
+from karpy.apis.conditions import Condition  # noqa: TC001
+from karpy.apis.core import NodeSelectorRequirement  # noqa: TC001
 from karpy.apis.records import Record, wire
 
 __all__ = ["AMI", "CapacityReservation", "EC2NodeClassStatus", "SecurityGroup", "Subnet"]

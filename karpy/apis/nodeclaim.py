@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
+from karpy.apis.conditions import Condition, find_condition
 from karpy.apis.core import (
-    Condition,
     NodeClassReference,
     NodeSelectorRequirement,
     ObjectMeta,
@@ -31,7 +31,6 @@ from karpy.apis.labels import ANNOTATION_REPLACEMENTS
 from karpy.apis.nodeclaim_schema import NODECLAIM, NODECLAIM_SCHEMA
 from karpy.apis.nodepool import (
     DEFAULT_EXPIRE_AFTER,
-    find_condition,
     parse_requirements,
     parse_taints,
 )

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import attrs
 
 from karpy.apis import validation
-from karpy.apis.core import Condition, NodeSelectorRequirement, ObjectMeta
+from karpy.apis.conditions import Condition, find_condition
+from karpy.apis.core import NodeSelectorRequirement, ObjectMeta
 from karpy.apis.fielderrors import FieldError
 from karpy.apis.nodeoverlay_schema import NODEOVERLAY, NODEOVERLAY_SCHEMA
-from karpy.apis.nodepool import find_condition
 from karpy.apis.resources import format_resource_list, parse_resource_list
 from karpy.apis.wire import KindModel, opt_int, prepare
 

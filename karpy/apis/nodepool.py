@@ -18,8 +18,8 @@ import attrs
 from croniter import croniter
 
 from karpy.apis import labels, validation
+from karpy.apis.conditions import Condition, find_condition
 from karpy.apis.core import (
-    Condition,
     NodeClassReference,
     NodeSelectorRequirement,
     ObjectMeta,
@@ -52,15 +52,9 @@ __all__ = [
     "NodePoolSpec",
     "NodePoolStatus",
     "TemplateMetadata",
-    "find_condition",
 ]
 
 DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
-
-
-def find_condition(conditions: tuple[Condition, ...], type_: str) -> Condition | None:
-    """The condition of that type, if the object has one."""
-    return next((c for c in conditions if c.type == type_), None)
 
 
 @attrs.frozen(slots=True, kw_only=True)

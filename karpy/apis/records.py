@@ -21,7 +21,8 @@ from typing import Any, Self
 
 import attrs
 
-from karpy.apis.core import Condition, format_time, parse_time
+from karpy.apis.conditions import Condition
+from karpy.apis.core import format_time, parse_time
 
 __all__ = ["Record", "wire"]
 

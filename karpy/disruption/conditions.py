@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from karpy.apis.conditions import ConditionUpdate
 from karpy.apis.core import format_time
 from karpy.apis.labels import (
     ANNOTATION_NODEPOOL_HASH,
@@ -35,7 +36,7 @@ from karpy.apis.labels import (
     LABEL_NODEPOOL,
 )
 from karpy.kube.errors import NotFound
-from karpy.lifecycle.conditions import INITIALIZED, LAUNCHED, is_true, patch_status, set_condition
+from karpy.lifecycle.conditions import INITIALIZED, LAUNCHED, conditions_of, is_true, patch_status
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
@@ -43,7 +44,7 @@ from karpy.state import kinds
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from karpy.apis.core import Condition
+    from karpy.apis.conditions import ConditionSet
     from karpy.apis.nodeclaim import NodeClaim
     from karpy.apis.nodepool import NodePool
     from karpy.base.clock import Clock
@@ -140,7 +141,7 @@ class NodeClaimDisruptionConditions:
             else:  # written less than 10 s ago: write this one when that has passed
                 held_back = (last_event + POD_EVENT_DEDUPE - now).total_seconds()
         pool = snapshot.nodepools.get(claim.metadata.labels.get(LABEL_NODEPOOL, ""))
-        conditions = claim.status.conditions
+        conditions = conditions_of(claim)
         wake: list[float] = []
         consolidatable, after = _consolidatable(claim, pool, last_event, now)
         conditions = _put(conditions, CONSOLIDATABLE, consolidatable, now)
@@ -150,22 +151,23 @@ class NodeClaimDisruptionConditions:
         conditions = _put(conditions, DRIFTED, drift, now)
         if is_true(claim, LAUNCHED):
             wake.append(DRIFT_RECHECK)
-        if fields or conditions != claim.status.conditions:
+        if fields or conditions.conditions != claim.status.conditions:
             try:
-                await patch_status(self.client, claim, conditions=conditions, fields=fields)
+                await patch_status(self.client, claim, conditions=conditions.conditions,
+                                   fields=fields)  # fmt: skip
             except NotFound:
                 return DONE
             if "lastPodEventTime" in fields and self._pod_events.get(key) == seen:
                 del self._pod_events[key]
             if drift is not None and not is_true(claim, DRIFTED):
-                log.info("nodeclaim drifted", **obj_ref("NodeClaim", key), reason=drift[1])
+                log.info("nodeclaim drifted", **obj_ref("NodeClaim", key), reason=drift.reason)
         if held_back is not None:
             wake.append(max(held_back, 0.1))
         return requeue_after(min(wake)) if wake else DONE
 
     async def _drift(
         self, claim: NodeClaim, pool: NodePool | None, node: NodeInfo | None
-    ) -> tuple[str, str, str] | None:
+    ) -> ConditionUpdate | None:
         if pool is None or not is_true(claim, LAUNCHED):
             return None
         reason = drift_reason(claim, pool, node)
@@ -175,25 +177,21 @@ class NodeClaimDisruptionConditions:
                 reason = (cloud, f"the cloud provider reports {cloud}")
         if reason is None:
             return None
-        return ("True", reason[0], reason[1])
-
-
-# A condition to set: (status, reason, message), or None to remove it.
-_Wanted = tuple[str, str, str] | None
+        return ConditionUpdate.true(DRIFTED, *reason)
 
 
 def _put(
-    conditions: tuple[Condition, ...], type_: str, wanted: _Wanted, now: datetime
-) -> tuple[Condition, ...]:
+    conditions: ConditionSet, type_: str, wanted: ConditionUpdate | None, now: datetime
+) -> ConditionSet:
+    """``conditions`` with ``wanted`` set, or without ``type_`` when None."""
     if wanted is None:
-        return tuple(c for c in conditions if c.type != type_)
-    status, reason, message = wanted
-    return set_condition(conditions, type_, status, now=now, reason=reason, message=message)
+        return conditions.clear(type_)
+    return conditions.apply(wanted, now=now)
 
 
 def _consolidatable(
     claim: NodeClaim, pool: NodePool | None, last_event: datetime | None, now: datetime
-) -> tuple[_Wanted, float | None]:
+) -> tuple[ConditionUpdate | None, float | None]:
     """The Consolidatable condition, and in how many seconds it turns True (if it will)."""
     if pool is None:
         return None, None
@@ -205,15 +203,15 @@ def _consolidatable(
         return None, None
     since = last_event or initialized.last_transition_time
     if since is None:
-        return ("True", CONSOLIDATABLE, ""), None
+        return ConditionUpdate.true(CONSOLIDATABLE), None
     due = since + after
     if now >= due:
-        return ("True", CONSOLIDATABLE, ""), None
+        return ConditionUpdate.true(CONSOLIDATABLE), None
     left = (due - now).total_seconds()
     message = (
         f"consolidateAfter {pool.spec.disruption.consolidate_after_text or after} not yet elapsed"
     )
-    return ("False", "ConsolidateAfterNotElapsed", message), left
+    return ConditionUpdate.false(CONSOLIDATABLE, "ConsolidateAfterNotElapsed", message), left
 
 
 def drift_reason(claim: NodeClaim, pool: NodePool, node: NodeInfo | None) -> tuple[str, str] | None:

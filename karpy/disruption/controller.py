@@ -33,6 +33,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Final
 
+from karpy.apis.conditions import ConditionUpdate
 from karpy.apis.labels import ANNOTATION_REPLACEMENTS, LABEL_NODEPOOL
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.disruption.budgets import BudgetVerdict, DisruptionReason, allowed_by_budgets
@@ -59,9 +60,9 @@ from karpy.kube.resources import NODECLAIMS
 from karpy.lifecycle.conditions import (
     DISRUPTION_REASON,
     INITIALIZED,
+    conditions_of,
     is_true,
     patch_status,
-    set_condition,
 )
 from karpy.log import describe_error, get_logger, obj_ref
 from karpy.provisioning.cancellable import solve_in_thread
@@ -402,9 +403,8 @@ class Disruption:
             claim = snapshot.nodeclaims.get(candidate.claim.name)
             if claim is None or claim.metadata.deletion_timestamp is not None:
                 continue
-            conditions = set_condition(claim.status.conditions, DISRUPTION_REASON, "True",
-                                       now=now, reason=reason,
-                                       message=command.describe())  # fmt: skip
+            marking = ConditionUpdate.true(DISRUPTION_REASON, reason, command.describe())
+            conditions = conditions_of(claim).apply(marking, now=now).conditions
             # The replacements' names first, then the condition (with the resourceVersion
             # the first write returned): a NodeClaim is never marked without them.
             annotate = {

@@ -20,7 +20,7 @@ from karpy.lifecycle import conditions
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from karpy.apis.core import Condition
+    from karpy.apis.conditions import ConditionUpdate
     from karpy.base.clock import Clock
     from karpy.cloud.provider import CloudProvider
     from karpy.cloud.unavailable import UnavailableOfferings
@@ -45,21 +45,16 @@ class Lifecycle:
     async def set_conditions(
         self,
         claim: NodeClaim,
-        *updates: tuple[str, str, str, str],
+        *updates: ConditionUpdate,
         fields: Mapping[str, Any] | None = None,
     ) -> NodeClaim:
-        """Set conditions ``(type, status, reason, message)`` and status ``fields`` on
-        ``claim`` (one write, only when something changes); the claim as written."""
-        current = claim.status.conditions
-        now = self.clock.now()
-        for type_, status, reason, message in updates:
-            current = conditions.set_condition(
-                current, type_, status, now=now, reason=reason, message=message,
-                generation=claim.metadata.generation,
-            )  # fmt: skip
-        if current == claim.status.conditions and not fields:
+        """Set conditions and status ``fields`` on ``claim`` (one write, only when
+        something changes); the claim as written."""
+        current = conditions.conditions_of(claim).apply(*updates, now=self.clock.now())
+        if current.conditions == claim.status.conditions and not fields:
             return claim
-        written = await conditions.patch_status(self.client, claim, conditions=current,
+        written = await conditions.patch_status(self.client, claim,
+                                                conditions=current.conditions,
                                                 fields=fields)  # fmt: skip
         return NodeClaim.from_dict(written)
 
@@ -84,7 +79,3 @@ class Lifecycle:
                           "resourceVersion": claim.metadata.resource_version}},
         )  # fmt: skip
         return NodeClaim.from_dict(written) if written else None
-
-
-def condition_of(claim: NodeClaim, type_: str) -> Condition | None:
-    return claim.status.condition(type_)

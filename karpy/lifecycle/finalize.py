@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from karpy.apis.conditions import ConditionUpdate
 from karpy.apis.core import format_time
 from karpy.apis.labels import (
     ANNOTATION_TERMINATION_TIMESTAMP,
@@ -74,9 +75,7 @@ async def finalize(ctx: Lifecycle, claim: NodeClaim) -> Result:
         except NodeClaimNotFound:
             _observe_instance_gone(ctx, claim)
         else:
-            await ctx.set_conditions(
-                claim, (INSTANCE_TERMINATING, "True", INSTANCE_TERMINATING, "")
-            )
+            await ctx.set_conditions(claim, ConditionUpdate.true(INSTANCE_TERMINATING))
             return requeue_after(INSTANCE_POLL)
     await ctx.remove_finalizer(claim)
     _observe_deleted(ctx, claim)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from karpy.apis.conditions import ConditionUpdate
 from karpy.apis.labels import LABEL_INITIALIZED, LABEL_NODEPOOL
 from karpy.apis.resources import format_resource_list
 from karpy.kube.resources import NODES
@@ -72,16 +73,19 @@ async def initialize(ctx: Lifecycle, claim: NodeClaim) -> NodeClaim:
     node = ctx.state.snapshot().node_by_provider(claim.status.provider_id)
     if node is None:
         return await ctx.set_conditions(
-            claim, (INITIALIZED, "Unknown", "NodeNotFound", "Node not registered with cluster")
+            claim,
+            ConditionUpdate.unknown(
+                INITIALIZED, "NodeNotFound", "Node not registered with cluster"
+            ),
         )
     blocked = not_initialized_because(claim, node)
     if blocked is not None:
-        return await ctx.set_conditions(claim, (INITIALIZED, "Unknown", *blocked))
+        return await ctx.set_conditions(claim, ConditionUpdate.unknown(INITIALIZED, *blocked))
     if node.node.labels.get(LABEL_INITIALIZED) != "true":
         await ctx.client.patch(
             NODES, node.name, {"metadata": {"labels": {LABEL_INITIALIZED: "true"}}}
         )
-    claim = await ctx.set_conditions(claim, (INITIALIZED, "True", INITIALIZED, ""))
+    claim = await ctx.set_conditions(claim, ConditionUpdate.true(INITIALIZED))
     initialized(ctx, claim, node)
     return claim
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from karpy.apis.conditions import ConditionUpdate
 from karpy.apis.labels import LABEL_HOSTNAME, LABEL_NODEPOOL
 from karpy.apis.resources import format_resource_list
 from karpy.cloud.errors import CreateError, InsufficientCapacity, NodeClassNotReady
@@ -61,7 +62,7 @@ async def launch(ctx: Lifecycle, claim: NodeClaim) -> NodeClaim | None:
         await _give_up(ctx, claim, "NodeClassNotReady", "nodeclass_not_ready", str(exc))
         return None
     except CreateError as exc:
-        await ctx.set_conditions(claim, (LAUNCHED, "Unknown", exc.reason, str(exc)))
+        await ctx.set_conditions(claim, ConditionUpdate.unknown(LAUNCHED, exc.reason, str(exc)))
         raise
     metadata: dict[str, Any] = {"labels": _labels(claim, instance)}
     if instance.annotations:
@@ -71,7 +72,7 @@ async def launch(ctx: Lifecycle, claim: NodeClaim) -> NodeClaim | None:
     claim = await ctx.patch_metadata(claim, metadata, guarded=False)
     claim = await ctx.set_conditions(
         claim,
-        (LAUNCHED, "True", LAUNCHED, ""),
+        ConditionUpdate.true(LAUNCHED),
         fields={
             "providerID": instance.provider_id,
             "imageID": instance.image_id or None,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from karpy.apis.conditions import ConditionUpdate
 from karpy.apis.core import Taint
 from karpy.apis.labels import (
     FINALIZER_TERMINATION,
@@ -59,7 +60,8 @@ async def register(ctx: Lifecycle, claim: NodeClaim) -> NodeClaim:
     node = ctx.state.snapshot().node_by_provider(claim.status.provider_id)
     if node is None:
         return await ctx.set_conditions(
-            claim, (REGISTERED, "Unknown", "NodeNotFound", "Node not registered with cluster")
+            claim,
+            ConditionUpdate.unknown(REGISTERED, "NodeNotFound", "Node not registered with cluster"),
         )
     patch = sync_patch(claim, node)
     ready_now = not_initialized_because(claim, node, synced_taints(claim, node)) is None
@@ -79,9 +81,9 @@ async def register(ctx: Lifecycle, claim: NodeClaim) -> NodeClaim:
                 f"Missing {TAINT_UNREGISTERED} taint which prevents registration related race "
                 "conditions on Karpenter-managed nodes",
             ))  # fmt: skip
-    updates = [(REGISTERED, "True", REGISTERED, "")]
+    updates = [ConditionUpdate.true(REGISTERED)]
     if ready_now:
-        updates.append((INITIALIZED, "True", INITIALIZED, ""))
+        updates.append(ConditionUpdate.true(INITIALIZED))
     claim = await ctx.set_conditions(claim, *updates, fields={"nodeName": node.name})
     pool = claim.metadata.labels.get(LABEL_NODEPOOL, "")
     log.info("registered nodeclaim", **obj_ref("NodeClaim", claim.name),

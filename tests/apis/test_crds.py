@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from karpy.apis import KINDS
-from karpy.apis.core import Condition, NodeSelectorRequirement, ObjectMeta
+from karpy.apis.conditions import Condition
+from karpy.apis.core import NodeSelectorRequirement, ObjectMeta
 from karpy.apis.crdgen import CUSTOM_RESOURCES, main, render_all
 from karpy.apis.openapi import NO_DEFAULT, Schema, obj, string
 from karpy.apis.openapi_engine import apply_defaults, validate

@@ -78,6 +78,28 @@ async def test_a_pool_failing_runtime_validation_is_not_ready(apiserver):
         assert found["Ready"][0] == "False"
 
 
+async def test_a_pool_whose_class_is_unreconciled_and_that_fails_validation_says_the_false_one(
+    apiserver,
+):
+    """Ready is False because validation failed; it carries that reason and message, not
+    those of the NodeClass condition that is merely Unknown."""
+    apiserver.store.create("ec2nodeclasses.karpenter.k8s.aws", EXAMPLE_NODECLASS)
+    budget = {"nodes": "1", "schedule": "0 0 * * 7", "duration": "1h"}
+    disruption = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s",
+                  "budgets": [budget]}  # fmt: skip
+    apiserver.store.create("nodepools.karpenter.sh", f.nodepool("weekly", disruption=disruption))
+    async with controller_world(apiserver) as world:
+        readiness = NodePoolReadiness(world.state, world.client, world.recorder,
+                                      clock=SYSTEM_CLOCK)  # fmt: skip
+        await readiness.reconcile("weekly")
+        found = conditions(apiserver, "weekly")
+        assert found["NodeClassReady"] == ("Unknown", "AwaitingReconciliation")
+        assert found["Ready"] == ("False", "NodePoolValidationFailed")
+        pool = apiserver.store.get("nodepools.karpenter.sh", "weekly")
+        by_type = {c["type"]: c for c in pool["status"]["conditions"]}
+        assert by_type["Ready"]["message"] == by_type["ValidationSucceeded"]["message"]
+
+
 async def test_the_counter_sums_the_pools_nodeclaims(apiserver):
     apiserver.store.create("nodepools.karpenter.sh", f.nodepool("general"))
     for name, cpu in (("a", "4"), ("b", "8")):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from karpy.apis.core import Condition
+from karpy.apis.conditions import ConditionTypes, ConditionUpdate
 from karpy.kube.errors import NotFound
 from karpy.kube.resources import EC2NODECLASSES
 from karpy.log import get_logger, obj_ref
@@ -30,7 +30,9 @@ __all__ = ["FakeNodeClassReadiness"]
 
 log = get_logger("fake.nodeclass")
 
-MANAGED: Final = ("ValidationSucceeded", "Ready")
+VALIDATION_SUCCEEDED: Final = "ValidationSucceeded"
+# Ready stands on ValidationSucceeded alone: there is nothing else to resolve.
+FAKE_NODECLASS_CONDITIONS: Final = ConditionTypes(dependents=(VALIDATION_SUCCEEDED,))
 
 
 class FakeNodeClassReadiness:
@@ -52,23 +54,14 @@ class FakeNodeClassReadiness:
         node_class = self.state.snapshot().ec2nodeclasses.get(key)
         if node_class is None or node_class.metadata.deletion_timestamp is not None:
             return DONE
-        generation = node_class.metadata.generation
-        current = {c.type: c for c in node_class.status.conditions}
-        if all(
-            t in current and current[t].status == "True"
-            and current[t].observed_generation == generation
-            for t in MANAGED
-        ):  # fmt: skip
+        before = FAKE_NODECLASS_CONDITIONS.of(
+            node_class.status.conditions, generation=node_class.metadata.generation
+        )
+        after = before.apply(ConditionUpdate.true(VALIDATION_SUCCEEDED), now=self.clock.now())
+        if after.conditions == before.conditions:
             return DONE
-        now = self.clock.now()
-        wanted = []
-        for type_ in MANAGED:
-            old = current.get(type_)
-            since = old.last_transition_time if old is not None and old.status == "True" else now
-            wanted.append(Condition(type_, "True", type_, "", since, generation))
-        conditions = wanted + [c for c in node_class.status.conditions if c.type not in MANAGED]
         patch = {"metadata": {"resourceVersion": node_class.metadata.resource_version},
-                 "status": {"conditions": [c.to_dict() for c in conditions]}}  # fmt: skip
+                 "status": {"conditions": [c.to_dict() for c in after.conditions]}}  # fmt: skip
         try:
             await self.client.patch_status(EC2NODECLASSES, key, patch)
         except NotFound:

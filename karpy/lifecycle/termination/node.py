@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from karpy.apis.conditions import ConditionUpdate, find_condition
 from karpy.apis.core import format_time
 from karpy.apis.labels import FINALIZER_TERMINATION, LABEL_NODEPOOL, LABEL_ZONE, TAINT_DISRUPTED
 from karpy.apis.nodeclaim import NodeClaim
@@ -54,9 +55,9 @@ from karpy.lifecycle.conditions import (
     DISRUPTION_REASON,
     DRAINED,
     INSTANCE_TERMINATING,
+    NODECLAIM_CONDITIONS,
     VOLUMES_DETACHED,
     patch_status,
-    set_condition,
 )
 from karpy.lifecycle.termination.deadline import termination_deadline
 from karpy.lifecycle.termination.drain import drain
@@ -72,7 +73,8 @@ if TYPE_CHECKING:
 
     from structlog.typing import FilteringBoundLogger
 
-    from karpy.apis.core import Condition, Taint
+    from karpy.apis.conditions import Condition
+    from karpy.apis.core import Taint
     from karpy.base.clock import Clock
     from karpy.cloud.provider import CloudProvider
     from karpy.kube.client import KubeClient
@@ -109,14 +111,13 @@ class _Pass:
     conditions: tuple[Condition, ...] = ()
 
     def condition(self, type_: str) -> Condition | None:
-        return next((c for c in self.conditions if c.type == type_), None)
+        return find_condition(self.conditions, type_)
 
-    def set(self, type_: str, status: str, reason: str = "", message: str = "") -> None:
+    def set(self, update: ConditionUpdate) -> None:
         if self.claim is not None:
-            self.conditions = set_condition(
-                self.conditions, type_, status, now=self.now, reason=reason, message=message,
-                generation=self.claim.metadata.generation,
-            )  # fmt: skip
+            generation = self.claim.metadata.generation
+            current = NODECLAIM_CONDITIONS.of(self.conditions, generation=generation)
+            self.conditions = current.apply(update, now=self.now).conditions
 
     @property
     def changed(self) -> bool:
@@ -196,7 +197,7 @@ class NodeTermination:
         result = await self._await_drain(run, node, snapshot, deadline)
         if result is None:
             # The VolumeAttachment gap (module docstring): nothing is awaited here yet.
-            run.set(VOLUMES_DETACHED, "True")
+            run.set(ConditionUpdate.true(VOLUMES_DETACHED))
             result = await self._await_instance_termination(run)
         if not await self._write_conditions(run, node, blog):
             return requeue_after(CONFLICT_RETRY)
@@ -258,7 +259,7 @@ class NodeTermination:
         self, run: _Pass, node: NodeInfo, snapshot: StateSnapshot, deadline: datetime | None
     ) -> Result | None:
         if run.condition(DRAINED) is None:
-            run.set(DRAINED, "Unknown", reason="Draining", message="Draining")
+            run.set(ConditionUpdate.unknown(DRAINED, "Draining", "Draining"))
         status = await drain(
             snapshot.pods_on(node.name), deadline=deadline, now=run.now,
             reason=_disruption_reason(run.claim), evictor=self.evictor, recorder=self.recorder,
@@ -281,7 +282,7 @@ class NodeTermination:
                 and (began is None or (run.now - began).total_seconds() < MIN_DRAIN_TIME)
             ):
                 return requeue_after(DRAIN_POLL)
-            run.set(DRAINED, "True")
+            run.set(ConditionUpdate.true(DRAINED))
         return None
 
     async def _await_instance_termination(self, run: _Pass) -> Result | None:
@@ -290,9 +291,9 @@ class NodeTermination:
         try:
             await self.provider.delete(run.claim)
         except NodeClaimNotFound:
-            run.set(INSTANCE_TERMINATING, "True")
+            run.set(ConditionUpdate.true(INSTANCE_TERMINATING))
             return None
-        run.set(INSTANCE_TERMINATING, "True")
+        run.set(ConditionUpdate.true(INSTANCE_TERMINATING))
         return requeue_after(INSTANCE_POLL)
 
     async def _write_conditions(

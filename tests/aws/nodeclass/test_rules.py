@@ -8,10 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from karpy.apis.core import Condition, NodeSelectorRequirement
+from karpy.apis.conditions import Condition, ConditionUpdate
+from karpy.apis.core import NodeSelectorRequirement
 from karpy.cloud.aws.nodeclass.aliases import Variant
 from karpy.cloud.aws.nodeclass.amis import ImageQuery, select_images
-from karpy.cloud.aws.nodeclass.conditions import Outcome, apply_outcomes, ready_set
+from karpy.cloud.aws.nodeclass.conditions import apply_outcomes, nodeclass_conditions
 from karpy.cloud.aws.nodeclass.finalizer import pretty_names
 from karpy.cloud.aws.nodeclass.instanceprofile import (
     legacy_profile_name,
@@ -123,27 +124,28 @@ def test_alias_variants_become_requirements_sorted_as_karpenter_shows_them():
     }  # fmt: skip
 
 
-DEPENDENTS = ready_set(reserved_capacity=False)
+TYPES = nodeclass_conditions(reserved_capacity=False)
+DEPENDENTS = TYPES.dependents
 
 
-def _all_true() -> list[Outcome]:
-    return [Outcome.true(t) for t in DEPENDENTS]
+def _all_true() -> list[ConditionUpdate]:
+    return [ConditionUpdate.true(t) for t in DEPENDENTS]
 
 
 def test_ready_is_true_only_when_every_dependent_is_true_for_this_generation():
-    conditions = apply_outcomes((), _all_true(), generation=2, now=NOW, dependents=DEPENDENTS)
+    conditions = apply_outcomes((), _all_true(), generation=2, now=NOW, types=TYPES)
     ready = next(c for c in conditions if c.type == "Ready")
     assert (ready.status, ready.observed_generation) == ("True", 2)
     assert [c.type for c in conditions] == sorted(c.type for c in conditions)
     assert all(c.observed_generation == 2 for c in conditions)
 
     again = apply_outcomes(conditions, _all_true(), generation=2, now=NOW + timedelta(1),
-                           dependents=DEPENDENTS)  # fmt: skip
+                           types=TYPES)  # fmt: skip
     assert again is conditions, "nothing changed: the same tuple"
 
-    failed = [*_all_true()[:-1], Outcome.false("SubnetsReady", "SubnetsNotFound", "none")]
+    failed = [*_all_true()[:-1], ConditionUpdate.false("SubnetsReady", "SubnetsNotFound", "none")]
     later = NOW + timedelta(minutes=5)
-    updated = apply_outcomes(conditions, failed, generation=2, now=later, dependents=DEPENDENTS)
+    updated = apply_outcomes(conditions, failed, generation=2, now=later, types=TYPES)
     by_type = {c.type: c for c in updated}
     assert (by_type["Ready"].status, by_type["Ready"].reason) == ("False", "UnhealthyDependents")
     assert by_type["Ready"].message == "SubnetsReady=False"
@@ -152,15 +154,15 @@ def test_ready_is_true_only_when_every_dependent_is_true_for_this_generation():
 
 
 def test_a_new_generation_is_observed_even_when_nothing_else_changes():
-    conditions = apply_outcomes((), _all_true(), generation=1, now=NOW, dependents=DEPENDENTS)
-    bumped = apply_outcomes(conditions, _all_true(), generation=2, now=NOW, dependents=DEPENDENTS)
+    conditions = apply_outcomes((), _all_true(), generation=1, now=NOW, types=TYPES)
+    bumped = apply_outcomes(conditions, _all_true(), generation=2, now=NOW, types=TYPES)
     assert {c.observed_generation for c in bumped} == {2}
 
 
 def test_missing_dependents_leave_ready_unknown_and_foreign_conditions_stay():
     custom = Condition("Custom", "True", "Custom", "", NOW, 1)
-    conditions = apply_outcomes((custom,), [Outcome.true("AMIsReady")], generation=1, now=NOW,
-                                dependents=DEPENDENTS)  # fmt: skip
+    amis = ConditionUpdate.true("AMIsReady")
+    conditions = apply_outcomes((custom,), [amis], generation=1, now=NOW, types=TYPES)
     by_type = {c.type: c for c in conditions}
     assert by_type["Ready"].status == "Unknown"
     assert by_type["Ready"].reason == "ReconcilingDependents"
@@ -169,7 +171,7 @@ def test_missing_dependents_leave_ready_unknown_and_foreign_conditions_stay():
 
 
 def test_capacity_reservation_ready_joins_the_ready_set_with_its_gate():
-    assert "CapacityReservationsReady" in ready_set(reserved_capacity=True)
+    assert "CapacityReservationsReady" in nodeclass_conditions(reserved_capacity=True).dependents
     assert "CapacityReservationsReady" not in DEPENDENTS
 
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from karpy.cloud.aws.nodeclass.conditions import PLACEMENT_GROUP_READY, Outcome
+from karpy.apis.conditions import ConditionUpdate
+from karpy.cloud.aws.nodeclass.conditions import PLACEMENT_GROUP_READY
 
 if TYPE_CHECKING:
     from karpy.apis.ec2nodeclass import PlacementGroupSelector
@@ -20,9 +21,11 @@ if TYPE_CHECKING:
 __all__ = ["check_placement_group"]
 
 
-async def check_placement_group(ec2: Any, selector: PlacementGroupSelector | None) -> Outcome:
+async def check_placement_group(
+    ec2: Any, selector: PlacementGroupSelector | None
+) -> ConditionUpdate:
     if selector is None:
-        return Outcome.true(PLACEMENT_GROUP_READY)
+        return ConditionUpdate.true(PLACEMENT_GROUP_READY)
     shown = selector.name or selector.id or ""
     params = {"GroupNames": [selector.name]} if selector.name else {"GroupIds": [selector.id]}
     try:
@@ -35,6 +38,6 @@ async def check_placement_group(ec2: Any, selector: PlacementGroupSelector | Non
     else:
         groups = [g for g in answer.get("PlacementGroups") or () if g.get("State") == "available"]
     if not groups:
-        return Outcome.false(PLACEMENT_GROUP_READY, "PlacementGroupNotFound",
+        return ConditionUpdate.false(PLACEMENT_GROUP_READY, "PlacementGroupNotFound",
                              f'Placement group "{shown}" not found')  # fmt: skip
-    return Outcome.true(PLACEMENT_GROUP_READY)
+    return ConditionUpdate.true(PLACEMENT_GROUP_READY)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from karpy.apis.conditions import ConditionStatus, ConditionUpdate
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.aws.nodeclass.amis import AMIResolver
 from karpy.cloud.aws.nodeclass.conditions import (
@@ -41,10 +42,9 @@ from karpy.cloud.aws.nodeclass.conditions import (
     SECURITY_GROUPS_READY,
     SUBNETS_READY,
     VALIDATION_SUCCEEDED,
-    Outcome,
     Unresolved,
     apply_outcomes,
-    ready_set,
+    nodeclass_conditions,
 )
 from karpy.cloud.aws.nodeclass.instanceprofile import InstanceProfiles
 from karpy.cloud.aws.nodeclass.placementgroup import check_placement_group
@@ -84,11 +84,11 @@ _AWAITING: Final = "Awaiting AMI, Instance Profile, Security Group, and Subnet r
 @attrs.frozen(slots=True)
 class Resolution:
     """A node class's new status (resolved fields and conditions), each step's
-    `Outcome`, the steps that failed (condition type → error text) and when to look
+    `ConditionUpdate`, the steps that failed (condition type → error text) and when to look
     again (seconds)."""
 
     status: EC2NodeClassStatus
-    outcomes: tuple[Outcome, ...]
+    outcomes: tuple[ConditionUpdate, ...]
     errors: tuple[tuple[str, str], ...]
     requeue_after: float
 
@@ -97,13 +97,13 @@ class Resolution:
         ready = self.status.condition("Ready")
         return ready is not None and ready.is_true
 
-    def outcome(self, type_: str) -> Outcome | None:
+    def outcome(self, type_: str) -> ConditionUpdate | None:
         return next((o for o in self.outcomes if o.type == type_), None)
 
 
 @attrs.frozen(slots=True)
 class _Step:
-    outcome: Outcome
+    outcome: ConditionUpdate
     fields: dict[str, Any] = attrs.field(factory=dict)
     requeue_after: float | None = None
 
@@ -138,7 +138,7 @@ class NodeClassResolver:
         self.verify_instance_profile = verify_instance_profile
         self.ami_refresh = ami_refresh
         self.subnet_refresh = subnet_refresh
-        self.dependents = ready_set(reserved_capacity=reserved_capacity)
+        self.conditions = nodeclass_conditions(reserved_capacity=reserved_capacity)
         self.profiles = profiles or InstanceProfiles(
             clients, cluster_name=cluster_name, region=self.region, clock=clock
         )
@@ -156,7 +156,7 @@ class NodeClassResolver:
         if self.reserved_capacity:
             steps.insert(1, (CAPACITY_RESERVATIONS_READY, lambda: self._reservations(nodeclass)))
         results = await asyncio.gather(*(run() for _, run in steps), return_exceptions=True)
-        outcomes: list[Outcome] = []
+        outcomes: list[ConditionUpdate] = []
         errors: list[tuple[str, str]] = []
         fields: dict[str, Any] = {}
         requeues: list[float] = []
@@ -178,7 +178,7 @@ class NodeClassResolver:
         status = attrs.evolve(nodeclass.status, **fields)
         conditions = apply_outcomes(
             status.conditions, outcomes, generation=nodeclass.metadata.generation,
-            now=self.clock.now(), dependents=self.dependents,
+            now=self.clock.now(), types=self.conditions,
         )  # fmt: skip
         return Resolution(
             status=attrs.evolve(status, conditions=conditions),
@@ -193,16 +193,16 @@ class NodeClassResolver:
         try:
             amis = await self.amis.resolve(nodeclass, k8s_version)
         except Unresolved as exc:
-            return _Step(Outcome.false(AMIS_READY, exc.reason, exc.message), {"amis": ()},
+            return _Step(ConditionUpdate.false(AMIS_READY, exc.reason, exc.message), {"amis": ()},
                          NOT_FOUND_RETRY)  # fmt: skip
-        return _Step(Outcome.true(AMIS_READY), {"amis": amis}, self.ami_refresh)
+        return _Step(ConditionUpdate.true(AMIS_READY), {"amis": amis}, self.ami_refresh)
 
     async def _reservations(self, nodeclass: EC2NodeClass) -> _Step:
         terms = nodeclass.spec.capacity_reservation_selector_terms
         now = self.clock.now()
         found = await find_reservations(await self.clients.ec2(), terms, now) if terms else []
         return _Step(
-            Outcome.true(CAPACITY_RESERVATIONS_READY),
+            ConditionUpdate.true(CAPACITY_RESERVATIONS_READY),
             {"capacity_reservations": reservation_statuses(found, now)},
             reservations_requeue(found, now),
         )
@@ -217,9 +217,9 @@ class NodeClassResolver:
         found = await find_subnets(await self.clients.ec2(), terms)
         if not found:
             message = f"SubnetSelector did not match any Subnets: {show_terms(terms)}"
-            return _Step(Outcome.false(SUBNETS_READY, "SubnetsNotFound", message),
+            return _Step(ConditionUpdate.false(SUBNETS_READY, "SubnetsNotFound", message),
                          {"subnets": ()}, NOT_FOUND_RETRY)  # fmt: skip
-        return _Step(Outcome.true(SUBNETS_READY), {"subnets": subnet_statuses(found)},
+        return _Step(ConditionUpdate.true(SUBNETS_READY), {"subnets": subnet_statuses(found)},
                      self.subnet_refresh)  # fmt: skip
 
     async def _security_groups(self, nodeclass: EC2NodeClass) -> _Step:
@@ -228,9 +228,10 @@ class NodeClassResolver:
         if not found:
             message = (f"SecurityGroupSelector did not match any SecurityGroups: "
                        f"{show_terms(terms)}")  # fmt: skip
-            return _Step(Outcome.false(SECURITY_GROUPS_READY, "SecurityGroupsNotFound", message),
-                         {"security_groups": ()}, NOT_FOUND_RETRY)  # fmt: skip
-        return _Step(Outcome.true(SECURITY_GROUPS_READY),
+            not_found = ConditionUpdate.false(SECURITY_GROUPS_READY, "SecurityGroupsNotFound",
+                                              message)  # fmt: skip
+            return _Step(not_found, {"security_groups": ()}, NOT_FOUND_RETRY)
+        return _Step(ConditionUpdate.true(SECURITY_GROUPS_READY),
                      {"security_groups": security_group_statuses(found)},
                      SECURITY_GROUP_REFRESH)  # fmt: skip
 
@@ -242,33 +243,37 @@ class NodeClassResolver:
                     await self.profiles.check(spec.instance_profile)
                 name = spec.instance_profile
             elif not self.manage_instance_profile:
-                return _Step(Outcome(INSTANCE_PROFILE_READY, "Unknown", "NotManaged",
-                                     f'the instance profile for role "{spec.role}" is '
-                                     "managed by the controller"))  # fmt: skip
+                return _Step(ConditionUpdate.unknown(
+                    INSTANCE_PROFILE_READY, "NotManaged",
+                    f'the instance profile for role "{spec.role}" is managed by the controller',
+                ))  # fmt: skip
             else:
                 name = await self.profiles.ensure(nodeclass)
         except Unresolved as exc:
-            return _Step(Outcome.false(INSTANCE_PROFILE_READY, exc.reason, exc.message))
-        return _Step(Outcome.true(INSTANCE_PROFILE_READY), {"instance_profile": name})
+            return _Step(ConditionUpdate.false(INSTANCE_PROFILE_READY, exc.reason, exc.message))
+        return _Step(ConditionUpdate.true(INSTANCE_PROFILE_READY), {"instance_profile": name})
 
     def _validation(
-        self, nodeclass: EC2NodeClass, outcomes: list[Outcome], errors: list[tuple[str, str]]
-    ) -> Outcome:
+        self,
+        nodeclass: EC2NodeClass,
+        outcomes: list[ConditionUpdate],
+        errors: list[tuple[str, str]],
+    ) -> ConditionUpdate:
         problems = nodeclass.validate_runtime()
         if problems:
             kubelet = problems[0].path.startswith("spec.kubelet")
             reason = "KubeletValidationFailed" if kubelet else "TagValidationFailed"
-            return Outcome.false(VALIDATION_SUCCEEDED, reason, problems[0].detail)
+            return ConditionUpdate.false(VALIDATION_SUCCEEDED, reason, problems[0].detail)
         statuses = {o.type: o.status for o in outcomes}
         for type_, _ in errors:  # a failed step keeps the verdict it had
             previous = nodeclass.status.condition(type_)
-            statuses[type_] = previous.status if previous is not None else "Unknown"
-        required = [statuses.get(t, "Unknown") for t in _REQUIRED]
-        if "False" in required:
-            return Outcome.false(VALIDATION_SUCCEEDED, "DependenciesNotReady", _AWAITING)
-        if "Unknown" in required:
-            return Outcome(VALIDATION_SUCCEEDED, "Unknown", "DependenciesNotReady", _AWAITING)
-        return Outcome.true(VALIDATION_SUCCEEDED)
+            statuses[type_] = previous.status if previous is not None else ConditionStatus.UNKNOWN
+        required = [statuses.get(t, ConditionStatus.UNKNOWN) for t in _REQUIRED]
+        if ConditionStatus.FALSE in required:
+            return ConditionUpdate.false(VALIDATION_SUCCEEDED, "DependenciesNotReady", _AWAITING)
+        if ConditionStatus.UNKNOWN in required:
+            return ConditionUpdate.unknown(VALIDATION_SUCCEEDED, "DependenciesNotReady", _AWAITING)
+        return ConditionUpdate.true(VALIDATION_SUCCEEDED)
 
 
 async def resolve(
