@@ -142,7 +142,7 @@ class NodeClassController:
         await self.client.patch_status(EC2NODECLASSES, nodeclass.name, patch)
         ready = status.condition("Ready")
         log.info("updated nodeclass status", **obj_ref("EC2NodeClass", nodeclass.name),
-                 ready=ready.status if ready else "Unknown",
+                 ready=ready.status.value if ready else "Unknown",
                  reason=ready.message if ready and not ready.is_true else None)  # fmt: skip
 
     async def _finalize(self, nodeclass: EC2NodeClass, snapshot: StateSnapshot) -> Result:
