@@ -1,8 +1,10 @@
 """Choosing the cloud provider ``CLOUD_PROVIDER`` names, from a registry of plug-ins.
 
-A provider is a module under ``karpy.cloud`` with two functions (`ProviderModule`):
-``check(settings, env)`` raises `UsageError` for what would stop the build, before the
-process opens a connection; ``build(dependencies)`` returns the `CloudProvider`. Adding a
+A provider is a module under ``karpy.cloud`` with two functions and one constant
+(`ProviderModule`): ``check(settings, env)`` raises `UsageError` for what would stop the
+build, before the process opens a connection; ``build(dependencies)`` returns the
+`CloudProvider`; ``NODE_CLASSES`` declares the NodeClass kinds it serves, which the
+operator must watch before it builds the cluster state the provider is built with. Adding a
 provider is a folder under ``karpy/cloud/<name>/`` and one line in `PROVIDERS`. The
 registry names modules rather than importing them, so the core never imports a provider
 and a provider's dependencies load only when it is chosen.
@@ -12,15 +14,16 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import TYPE_CHECKING, Final, Protocol, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import attrs
 
 from karpy.errors import UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
+    from karpy.apis.nodeclass import NodeClassKind
     from karpy.base.clock import Clock
     from karpy.cloud.provider import CloudProvider
     from karpy.cloud.unavailable import UnavailableOfferings
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
     from karpy.state.cluster import ClusterState
 
 __all__ = ["PROVIDERS", "ProviderDependencies", "ProviderModule", "build_provider",
-           "check_provider", "provider_module"]  # fmt: skip
+           "check_provider", "node_class_kinds", "provider_module"]  # fmt: skip
 
 # CLOUD_PROVIDER value -> the module that implements it.
 PROVIDERS: Final[Mapping[str, str]] = {
@@ -56,7 +59,9 @@ class ProviderDependencies:
 
 
 class ProviderModule(Protocol):
-    """The two functions a provider's module exports."""
+    """The two functions and the constant a provider's module exports."""
+
+    NODE_CLASSES: Sequence[NodeClassKind[Any]]
 
     def check(self, settings: Settings, env: Mapping[str, str]) -> None: ...
 
@@ -76,6 +81,12 @@ def check_provider(settings: Settings, env: Mapping[str, str]) -> None:
     """`UsageError` (exit 2) for what would stop ``build_provider``, checked before the
     process opens any connection (the AWS region, the fake cloud's catalog file)."""
     provider_module(settings.cloud_provider).check(settings, env)
+
+
+def node_class_kinds(settings: Settings) -> Sequence[NodeClassKind[Any]]:
+    """The NodeClass kinds the provider ``settings`` names serves, known before it is
+    built (the informers that watch them feed the state it is built with)."""
+    return provider_module(settings.cloud_provider).NODE_CLASSES
 
 
 def build_provider(dependencies: ProviderDependencies) -> CloudProvider:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from karpy.apis.nodeclaim import NodeClaim
+    from karpy.apis.nodeclass import NodeClassKind
     from karpy.apis.nodepool import NodePool
     from karpy.base.component import Component
     from karpy.cloud.provider import CloudProvider, Instance, RepairPolicy
@@ -42,6 +43,10 @@ class MeteredCloudProvider:
     @property
     def well_known_labels(self) -> frozenset[str]:
         return self.inner.well_known_labels
+
+    @property
+    def node_classes(self) -> Sequence[NodeClassKind[Any]]:
+        return self.inner.node_classes
 
     async def _call(self, method: str, call: Callable[[], Awaitable[Any]]) -> Any:
         started = time.perf_counter()

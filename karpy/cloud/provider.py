@@ -4,7 +4,10 @@ Controllers never talk to a cloud API directly. Provisioning asks a provider whi
 instance types a NodePool may launch; the NodeClaim lifecycle asks it to `create` the
 instance behind a NodeClaim, to `get` or `list` instances, and to `delete` one during
 termination; garbage collection compares its `list` with the NodeClaims; disruption asks
-`is_drifted`; node repair reads `repair_policies`. Everything that crosses the seam is a
+`is_drifted`; node repair reads `repair_policies`. The provider also declares what the
+core must know of it without knowing its name: the NodeClass kinds it serves
+(`node_classes`: what to watch, how to read it, when it is Ready) and the label keys its
+instance types define (`well_known_labels`). Everything that crosses the seam is a
 plain immutable record (`Instance`, `RepairPolicy`, the scheduler's `InstanceType`) or
 one of the typed errors of `karpy.cloud.errors`.
 
@@ -24,7 +27,7 @@ NodePool is unchanged, so callers may cache what they compile from it by identit
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
     from karpy.apis.nodeclaim import NodeClaim
+    from karpy.apis.nodeclass import NodeClassKind
     from karpy.apis.nodepool import NodePool
     from karpy.base.component import Component
     from karpy.kube.events import EventRecorder
@@ -90,6 +94,14 @@ class CloudProvider(Protocol):
     def well_known_labels(self) -> frozenset[str]:
         """Label keys the provider defines on its instance types, which pods and NodePools
         may use in requirements (added to Karpenter's own)."""
+        ...
+
+    @property
+    def node_classes(self) -> Sequence[NodeClassKind[Any]]:
+        """The NodeClass kinds a ``nodeClassRef`` may name (Karpenter's
+        ``GetSupportedNodeClasses``): the same declarations the provider's module exports
+        as ``NODE_CLASSES``, which the operator reads to watch them before the provider is
+        built."""
         ...
 
     async def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:

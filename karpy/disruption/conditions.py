@@ -69,14 +69,10 @@ NODEPOOL_DRIFTED: Final = "NodePoolDrifted"
 REQUIREMENTS_DRIFTED: Final = "RequirementsDrifted"
 POD_EVENT_DEDUPE: Final = timedelta(seconds=10)
 DRIFT_RECHECK: Final = 300.0  # seconds: the cloud provider's drift is polled this often
-# Node class kinds whose changes re-judge the drift of the NodeClaims referring to them
-# (state names them by their Kubernetes kind, which is also what nodeClassRef.kind says).
-NODE_CLASS_KINDS: Final = frozenset({kinds.EC2NODECLASS})
 
 
 class NodeClaimDisruptionConditions:
     name = "nodeclaim.disruption"
-    watches = frozenset({kinds.NODECLAIM, kinds.NODEPOOL, kinds.POD, kinds.NODE, *NODE_CLASS_KINDS})
 
     def __init__(
         self, state: ClusterState, client: KubeClient, provider: CloudProvider, *, clock: Clock
@@ -86,6 +82,12 @@ class NodeClaimDisruptionConditions:
         self.provider = provider
         self.clock = clock
         self._pod_events: dict[str, datetime] = {}  # NodeClaim -> latest unwritten event
+        # The provider's NodeClass kinds: a change to one re-judges the drift of the
+        # NodeClaims referring to it (state names them by their Kubernetes kind, which is
+        # also what nodeClassRef.kind says).
+        self.node_class_kinds = frozenset(k.kind for k in provider.node_classes)
+        self.watches = frozenset({kinds.NODECLAIM, kinds.NODEPOOL, kinds.POD, kinds.NODE,
+                                  *self.node_class_kinds})  # fmt: skip
 
     # --- what concerns which NodeClaim -----------------------------------------------------
 
@@ -100,7 +102,7 @@ class NodeClaimDisruptionConditions:
         if change.kind == kinds.NODE:
             claim = snapshot.claim_for_node(change.key)
             return (claim.name,) if claim is not None else ()
-        if change.kind in NODE_CLASS_KINDS:  # a resolved or edited class may drift its nodes
+        if change.kind in self.node_class_kinds:  # a resolved or edited class may drift its nodes
             return [c.name for c in snapshot.nodeclaims.values()
                     if c.spec.node_class_ref.kind == change.kind
                     and c.spec.node_class_ref.name == change.key]  # fmt: skip

@@ -24,13 +24,14 @@ from karpy.disruption.orchestration import is_marked
 from karpy.disruption.simulation import simulate
 from karpy.lifecycle.conditions import DISRUPTION_REASON, INITIALIZED, is_true
 from karpy.state.cluster import ClusterState
-from karpy.state.watched import WATCHED
+from karpy.state.watched import CORE_WATCHED
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from karpy.apis.nodeclaim import NodeClaim
     from karpy.disruption.candidates import Candidate
+    from karpy.kube.informer import WatchSpec
     from karpy.provisioning.contextcache import CompiledContext
     from karpy.settings import Settings
     from karpy.state.snapshot import StateSnapshot
@@ -38,9 +39,12 @@ if TYPE_CHECKING:
 __all__ = ["explain_node", "state_from_objects"]
 
 
-def state_from_objects(objects: Iterable[Mapping[str, Any]]) -> ClusterState:
-    """Cluster state holding ``objects`` (as the informers would project them)."""
-    specs = {spec.resource.kind: spec for spec in WATCHED}
+def state_from_objects(
+    objects: Iterable[Mapping[str, Any]], watched: Iterable[WatchSpec] = CORE_WATCHED
+) -> ClusterState:
+    """Cluster state holding ``objects`` of the ``watched`` kinds (as their informers
+    would project them); objects of other kinds are left out."""
+    specs = {spec.resource.kind: spec for spec in watched}
     grouped: dict[str, list[tuple[str, Any]]] = {}
     for obj in objects:
         spec = specs.get(str(obj.get("kind", "")))

@@ -6,7 +6,8 @@ a cluster (read-only: lists the kinds the controller watches): the one ``--kubec
 names, else, as kubectl finds it, in a pod its service account, else ``$KUBECONFIG``,
 else ``~/.kube/config``.
 Prices and the what-if round use ``--instance-types`` (a catalog in ``karpy simulate``'s
-format) or, without it, the fake cloud's embedded catalog.
+format) or, without it, the fake cloud's embedded catalog; the NodeClass kinds and the
+well-known labels are the fake cloud's too.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING, Any
 
-from karpy.apis.labels import AWS_WELL_KNOWN_LABELS
 from karpy.base.clock import SYSTEM_CLOCK
+from karpy.cloud.fake import NODE_CLASSES
 from karpy.cloud.fake.catalog import embedded_catalog
+from karpy.cloud.fake.provider import well_known_labels
 from karpy.disruption.explain import explain_node, state_from_objects
 from karpy.errors import UsageError
 from karpy.kube.client import KubeClient
@@ -27,12 +29,14 @@ from karpy.scheduling.catalog import CatalogError, parse_catalog
 from karpy.scheduling.context import build_context
 from karpy.settings import Settings
 from karpy.simulate.loader import load_catalog, load_objects
-from karpy.state.watched import WATCHED
+from karpy.state.watched import watched
 
 if TYPE_CHECKING:
     import argparse
 
 __all__ = ["add_arguments", "run"]
+
+LISTED = watched(NODE_CLASSES)  # what is read: the controller's kinds on the fake cloud
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         objects = [obj for _, obj in load_objects(args.files, stdin=sys.stdin)]
     else:
         objects = asyncio.run(_list_cluster(args.kubeconfig))
-    state = state_from_objects(objects)
+    state = state_from_objects(objects, LISTED)
     snapshot = state.snapshot()
     if args.catalog:
         try:
@@ -65,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         catalog = embedded_catalog()
     pools = sorted(snapshot.nodepools.values(), key=lambda p: p.name)
-    labels = AWS_WELL_KNOWN_LABELS | catalog.well_known_labels
-    context = build_context(pools, catalog.instance_types, provider_labels=labels)
+    context = build_context(pools, catalog.instance_types,
+                            provider_labels=well_known_labels(catalog))  # fmt: skip
     compiled = CompiledContext(context, {it.name: it for it in catalog.instance_types}, {})
     lines = explain_node(snapshot, compiled, args.name, now=SYSTEM_CLOCK.now(),
                          settings=Settings())  # fmt: skip
@@ -80,7 +84,7 @@ async def _list_cluster(kubeconfig: str | None) -> list[dict[str, Any]]:
     client = KubeClient(transport, name="explain")
     out: list[dict[str, Any]] = []
     try:
-        for spec in WATCHED:
+        for spec in LISTED:
             items, _ = await client.list(spec.resource, spec.namespace)
             for item in items:
                 item.setdefault("kind", spec.resource.kind)

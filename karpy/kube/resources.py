@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import quote
 
 import attrs
 
+if TYPE_CHECKING:
+    from karpy.apis.crd import CustomResource
+
 __all__ = [
     "DAEMONSETS",
-    "EC2NODECLASSES",
     "EVENTS",
     "LEASES",
     "NAMESPACES",
@@ -40,6 +42,12 @@ class Resource:
     kind: str
     namespaced: bool
     custom: bool = False
+
+    @classmethod
+    def of_custom(cls, definition: CustomResource) -> Resource:
+        """The custom resource ``definition`` declares (a provider's NodeClass kind)."""
+        return cls(definition.group, definition.version, definition.plural, definition.kind,
+                   namespaced=definition.scope == "Namespaced", custom=True)  # fmt: skip
 
     @property
     def api_version(self) -> str:
@@ -79,7 +87,4 @@ NODEPOOLS: Final = Resource("karpenter.sh", "v1", "nodepools", "NodePool", False
 NODECLAIMS: Final = Resource("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False, custom=True)
 NODEOVERLAYS: Final = Resource(
     "karpenter.sh", "v1alpha1", "nodeoverlays", "NodeOverlay", False, custom=True
-)
-EC2NODECLASSES: Final = Resource(
-    "karpenter.k8s.aws", "v1", "ec2nodeclasses", "EC2NodeClass", False, custom=True
 )

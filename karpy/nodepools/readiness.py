@@ -5,8 +5,9 @@ turns "my pods stay pending" into a reason on the object a user looks at:
 
 * ``NodeClassReady``: the NodeClass its ``nodeClassRef`` names exists, is not being
   deleted and is Ready (False with ``NodeClassNotFound``, ``NodeClassTerminating`` or
-  ``NodeClassNotReady``, naming the class; karpy serves ``EC2NodeClass`` only, so another
-  kind is ``UnsupportedNodeClass``);
+  ``NodeClassNotReady``, naming the class). The kinds a ref may name, and what Ready
+  means for each, are the cloud provider's answer (its `NodeClassKind` declarations);
+  a kind it does not serve is ``UnsupportedNodeClass``;
 * ``ValidationSucceeded``: Karpenter's runtime validation of the pool (the checks the
   CRD cannot make), False with ``NodePoolValidationFailed`` and the errors; among them a
   limit the CRD's pattern admits but no quantity parser reads (``cpu: 1e1.5``), said in
@@ -20,7 +21,7 @@ tells the story. Writes happen only when a condition changes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.conditions import READY, ConditionTypes, ConditionUpdate, RootExplanation
 from karpy.kube.events import Event, ObjectRef
@@ -30,8 +31,9 @@ from karpy.reconcile import DONE, Result
 from karpy.state import kinds
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
+    from karpy.apis.nodeclass import NodeClassKind
     from karpy.apis.nodepool import NodePool
     from karpy.base.clock import Clock
     from karpy.kube.client import KubeClient
@@ -43,7 +45,6 @@ __all__ = ["NodePoolReadiness"]
 
 log = get_logger("nodepool.readiness")
 
-SUPPORTED: Final = (("karpenter.k8s.aws", "EC2NodeClass"),)
 NODE_CLASS_READY: Final = "NodeClassReady"
 VALIDATION_SUCCEEDED: Final = "ValidationSucceeded"
 # A pool's Ready carries the reason and message of the dependent holding it back, so
@@ -54,16 +55,21 @@ NODEPOOL_CONDITIONS: Final = ConditionTypes(
 
 
 class NodePoolReadiness:
+    """See the module docstring. ``node_classes`` are the cloud provider's NodeClass kinds
+    (`CloudProvider.node_classes`)."""
+
     name = "nodepool.readiness"
-    watches = frozenset({kinds.NODEPOOL, kinds.EC2NODECLASS})
 
     def __init__(
-        self, state: ClusterState, client: KubeClient, recorder: EventRecorder, *, clock: Clock
-    ) -> None:
+        self, state: ClusterState, client: KubeClient, recorder: EventRecorder, *,
+        node_classes: Sequence[NodeClassKind[Any]], clock: Clock,
+    ) -> None:  # fmt: skip
         self.state = state
         self.client = client
         self.recorder = recorder
+        self.node_classes = tuple(node_classes)
         self.clock = clock
+        self.watches = frozenset({kinds.NODEPOOL, *(k.kind for k in self.node_classes)})
 
     def keys_for(self, change: StateChange) -> Iterable[str]:
         if change.kind == kinds.NODEPOOL:
@@ -71,7 +77,8 @@ class NodePoolReadiness:
         return [
             pool.name
             for pool in self.state.snapshot().nodepools.values()
-            if pool.spec.template.spec.node_class_ref.name == change.key
+            if (ref := pool.spec.template.spec.node_class_ref).name == change.key
+            and ref.kind == change.kind
         ]
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
@@ -79,25 +86,28 @@ class NodePoolReadiness:
 
     def node_class_ready(self, pool: NodePool, snapshot: StateSnapshot) -> ConditionUpdate:
         ref = pool.spec.template.spec.node_class_ref
-        if (ref.group, ref.kind) not in SUPPORTED:
+        kind = next((k for k in self.node_classes if k.serves(ref)), None)
+        if kind is None:
+            served = ", ".join(f"{k.group}/{k.kind}" for k in self.node_classes) or "none"
             return ConditionUpdate.false(NODE_CLASS_READY, "UnsupportedNodeClass",
                 f"nodeClassRef {ref.group}/{ref.kind} is not supported (karpy serves "
-                "karpenter.k8s.aws/EC2NodeClass)")  # fmt: skip
-        node_class = snapshot.ec2nodeclasses.get(ref.name)
+                f"{served})")  # fmt: skip
+        node_class = snapshot.node_class(kind, ref.name)
+        named = f'{ref.kind} "{ref.name}"'
         if node_class is None:
             return ConditionUpdate.false(NODE_CLASS_READY, "NodeClassNotFound",
-                                         f'EC2NodeClass "{ref.name}" not found')  # fmt: skip
+                                         f"{named} not found")  # fmt: skip
         if node_class.metadata.deletion_timestamp is not None:
             return ConditionUpdate.false(NODE_CLASS_READY, "NodeClassTerminating",
-                                         f'EC2NodeClass "{ref.name}" is terminating')  # fmt: skip
-        ready = node_class.status.condition(READY)
+                                         f"{named} is terminating")  # fmt: skip
+        ready = kind.ready(node_class)
         if ready is None:
             return ConditionUpdate.unknown(NODE_CLASS_READY, "AwaitingReconciliation",
-                                           f'EC2NodeClass "{ref.name}" not reconciled')  # fmt: skip
+                                           f"{named} not reconciled")  # fmt: skip
         if not ready.is_true:
             detail = f": {ready.message}" if ready.message else ""
             return ConditionUpdate(NODE_CLASS_READY, ready.status, "NodeClassNotReady",
-                                   f'EC2NodeClass "{ref.name}" not ready{detail}')  # fmt: skip
+                                   f"{named} not ready{detail}")  # fmt: skip
         return ConditionUpdate.true(NODE_CLASS_READY)
 
     async def reconcile(self, key: str) -> Result:

@@ -6,7 +6,9 @@
   `karpy.kube.electionthread`), as Karpenter configures its leader-election client;
 * one `WriteGate` shared by every writing client and the cloud provider, closed by the
   elector's thread the moment the lease is lost;
-* an `Informer` per watched kind (`karpy.state.watched.WATCHED`) feeding `ClusterState`;
+* an `Informer` per watched kind feeding `ClusterState`: karpy's own kinds and the
+  NodeClass kinds the chosen provider's module declares (`karpy.state.watched.watched`),
+  known before the provider is built because the provider is built with that state;
 * the cloud provider ``CLOUD_PROVIDER`` names, wrapped to export its call metrics;
 * the leader elector (or `NoElection` with ``DISABLE_LEADER_ELECTION=true``) and the
   writers it gates: every controller of `karpy.operator.controllers` (provisioning, the
@@ -32,7 +34,12 @@ import attrs
 
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.base.component import After
-from karpy.cloud.factory import ProviderDependencies, build_provider, check_provider
+from karpy.cloud.factory import (
+    ProviderDependencies,
+    build_provider,
+    check_provider,
+    node_class_kinds,
+)
 from karpy.cloud.metered import MeteredCloudProvider
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.kube.backoff import TokenBucket
@@ -51,7 +58,7 @@ from karpy.operator.controllers import build_controllers
 from karpy.operator.freshness import FreshState, after_fresh_state
 from karpy.state.cluster import ClusterState
 from karpy.state.metrics import PodStartupObserver, StateMetrics
-from karpy.state.watched import WATCHED
+from karpy.state.watched import watched
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
@@ -98,7 +105,8 @@ class Runtime:
             finally:
                 await transport.close()
 
-        self.state = ClusterState(watched=[spec.name for spec in WATCHED])
+        watch_specs = watched(node_class_kinds(settings))
+        self.state = ClusterState(watched=[spec.name for spec in watch_specs])
         if not settings.disable_cluster_state_observability:
             self.metrics.bind_cluster_state(
                 self.state.synced, lambda: len(self.state.snapshot().nodes),
@@ -117,7 +125,7 @@ class Runtime:
         informers = [
             Informer(spec, self.transport, self.state, metrics=self.metrics, limiter=limiter,
                      events=recorder)  # objects it cannot read get a Warning Event
-            for spec in WATCHED
+            for spec in watch_specs
         ]  # fmt: skip
         self.unavailable = UnavailableOfferings()
         provider = build_provider(ProviderDependencies(

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from karpy.apis.labels import AWS_WELL_KNOWN_LABELS
 from karpy.cloud.errors import CloudProviderError
 from karpy.log import describe_error, get_logger, obj_ref
 from karpy.scheduling.context import build_context
@@ -99,7 +98,7 @@ class ContextCache:
             [p for p in pools if p.name in types],
             types,
             overlays=overlays,
-            provider_labels=AWS_WELL_KNOWN_LABELS | self.provider.well_known_labels,
+            provider_labels=self.provider.well_known_labels,
             unavailable_offerings=offline,
             min_values_policy=self.min_values_policy,
         )

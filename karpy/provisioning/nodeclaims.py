@@ -6,8 +6,9 @@ The object is what Karpenter's ``NodeClaimTemplate.ToNodeClaim`` makes:
   ``blockOwnerDeletion``), and the ``karpenter.sh/termination`` finalizer (Karpenter's
   lifecycle controller adds it before launching; adding it at creation saves a write);
 * labels: the NodePool template's labels, ``karpenter.sh/nodepool``, the NodeClass label
-  (``karpenter.k8s.aws/ec2nodeclass``), and values resolved for custom (not well-known)
-  requirement keys; well-known labels such as the zone come later, from the launch;
+  (``<group>/<kind in lower case>`` of its ``nodeClassRef``), and values resolved for
+  custom (not well-known) requirement keys; well-known labels such as the zone come
+  later, from the launch;
 * annotations: the template's, the NodePool hash and its version (drift detection) and
   the plan's own (``karpenter.sh/nodeclaim-min-values-relaxed``, overlay markers);
 * spec: the plan's requirements narrowed to the decision, with its instance types

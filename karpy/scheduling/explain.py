@@ -5,8 +5,8 @@ unplaced when the round ends, `Explainer` replays the decision once per pod shap
 every preference relaxed (the form in which the pod was last tried), against a fresh
 NodeClaim of each NodePool, and reports the first constraint that failed there:
 
-* ``incompatible with nodepool "gpu": node selector karpenter.k8s.aws/instance-family=p5
-  not in [g5]`` - a requirement conflict, or a label no NodePool or provider defines;
+* ``incompatible with nodepool "gpu": node selector example.com/gpu-family=h100 not in
+  [a10g]`` - a requirement conflict, or a label no NodePool or provider defines;
 * ``incompatible with nodepool "infra": did not tolerate taint dedicated=infra:NoSchedule``;
 * ``no instance type has 300Gi memory after overhead (largest: r5a.8xlarge, 239554Mi
   allocatable)`` - for resources, the closest instance type and its allocatable;

@@ -1,4 +1,9 @@
-"""Names of the kinds cluster state holds (the informers' ``kind``)."""
+"""Names of the core kinds cluster state holds (the informers' ``kind``).
+
+NodeClass kinds are not among them: the cloud provider declares those
+(`karpy.apis.nodeclass.NodeClassKind`), and state files their objects under the kind's
+own name like any other kind's.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,6 @@ POD: Final = "Pod"
 NODE: Final = "Node"
 NODECLAIM: Final = "NodeClaim"
 NODEPOOL: Final = "NodePool"
-EC2NODECLASS: Final = "EC2NodeClass"
 NODEOVERLAY: Final = "NodeOverlay"
 DAEMONSET: Final = "DaemonSet"
 PDB: Final = "PodDisruptionBudget"
@@ -19,6 +23,6 @@ NAMESPACE: Final = "Namespace"
 NODE_LEASE: Final = "Lease"  # only those in kube-node-lease
 
 ALL_KINDS: Final = (
-    POD, NODE, NODECLAIM, NODEPOOL, EC2NODECLASS, NODEOVERLAY, DAEMONSET, PDB, PVC, PV,
-    STORAGECLASS, NAMESPACE, NODE_LEASE,
+    POD, NODE, NODECLAIM, NODEPOOL, NODEOVERLAY, DAEMONSET, PDB, PVC, PV, STORAGECLASS,
+    NAMESPACE, NODE_LEASE,
 )  # fmt: skip

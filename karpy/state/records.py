@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from karpy.apis.core import Taint, parse_time
-from karpy.apis.ec2nodeclass import EC2NodeClass
 from karpy.apis.labels import ANNOTATION_DO_NOT_DISRUPT
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.apis.nodeoverlay import NodeOverlay
@@ -55,7 +54,6 @@ __all__ = [
     "PodInfo",
     "budget_info",
     "daemonset_info",
-    "ec2nodeclass",
     "namespace_info",
     "node_info",
     "node_lease",
@@ -257,7 +255,6 @@ def _annotation(meta: Mapping[str, Any], key: str) -> str | None:
 nodeclaim = NodeClaim.from_dict
 nodepool = NodePool.from_dict
 nodeoverlay = NodeOverlay.from_dict
-ec2nodeclass = EC2NodeClass.from_dict
 
 
 # --- daemonsets, budgets, volumes, namespaces -------------------------------------------

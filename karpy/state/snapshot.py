@@ -10,18 +10,20 @@ those updates cost O(changed objects), not a copy of everything. ``docs/runtime.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import immutables
 
 from karpy.state import kinds
 
+R = TypeVar("R", bound="NodeClassObject")
+
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
-    from karpy.apis.ec2nodeclass import EC2NodeClass
     from karpy.apis.nodeclaim import NodeClaim
+    from karpy.apis.nodeclass import NodeClassKind, NodeClassObject
     from karpy.apis.nodeoverlay import NodeOverlay
     from karpy.apis.nodepool import NodePool
     from karpy.kube.unreadable import UnreadableObject
@@ -81,9 +83,11 @@ class StateSnapshot:
     def nodepools(self) -> immutables.Map[str, NodePool]:
         return self.of(kinds.NODEPOOL)
 
-    @property
-    def ec2nodeclasses(self) -> immutables.Map[str, EC2NodeClass]:
-        return self.of(kinds.EC2NODECLASS)
+    def node_class(self, kind: NodeClassKind[R], name: str) -> R | None:
+        """The NodeClass of the provider-declared ``kind`` named ``name`` (state files
+        node classes under their kind's name, as every kind)."""
+        found: R | None = self.of(kind.kind).get(name)
+        return found
 
     @property
     def nodeoverlays(self) -> immutables.Map[str, NodeOverlay]:

@@ -1,22 +1,31 @@
-"""Which kinds the controller watches, and the projection each one is read with."""
+"""Which kinds the controller watches, and the projection each one is read with.
+
+`CORE_WATCHED` are karpy's own kinds; the cloud provider adds its NodeClass kinds
+(`karpy.apis.nodeclass.NodeClassKind`), so `watched` is what the operator's informers
+and cluster state are built from once the provider is chosen.
+"""
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 from karpy.kube import resources as r
 from karpy.kube.informer import WatchSpec
 from karpy.state import kinds
 from karpy.state import records as p
 
-__all__ = ["WATCHED"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
-WATCHED: Final = (
+    from karpy.apis.nodeclass import NodeClassKind
+
+__all__ = ["CORE_WATCHED", "node_class_watch", "watched"]
+
+CORE_WATCHED: Final = (
     WatchSpec(r.PODS, p.pod_info, kind=kinds.POD),
     WatchSpec(r.NODES, p.node_info, kind=kinds.NODE),
     WatchSpec(r.NODECLAIMS, p.nodeclaim, kind=kinds.NODECLAIM),
     WatchSpec(r.NODEPOOLS, p.nodepool, kind=kinds.NODEPOOL),
-    WatchSpec(r.EC2NODECLASSES, p.ec2nodeclass, kind=kinds.EC2NODECLASS),
     WatchSpec(r.NODEOVERLAYS, p.nodeoverlay, kind=kinds.NODEOVERLAY),
     WatchSpec(r.DAEMONSETS, p.daemonset_info, kind=kinds.DAEMONSET),
     WatchSpec(r.PDBS, p.budget_info, kind=kinds.PDB),
@@ -26,3 +35,20 @@ WATCHED: Final = (
     WatchSpec(r.NAMESPACES, p.namespace_info, kind=kinds.NAMESPACE),
     WatchSpec(r.LEASES, p.node_lease, namespace=r.NODE_LEASE_NAMESPACE, kind=kinds.NODE_LEASE),
 )
+
+
+def node_class_watch(kind: NodeClassKind[Any]) -> WatchSpec:
+    """The informer a provider's NodeClass kind needs: its resource, read with its
+    projection, filed in state under the kind's name."""
+    return WatchSpec(r.Resource.of_custom(kind.definition), kind.project, kind=kind.kind)
+
+
+def watched(node_classes: Iterable[NodeClassKind[Any]]) -> tuple[WatchSpec, ...]:
+    """The core kinds and the provider's NodeClass kinds. A NodeClass kind named like a
+    core kind (or like another of them) would share its map in state: `ValueError`."""
+    specs = (*CORE_WATCHED, *(node_class_watch(kind) for kind in node_classes))
+    names = [spec.name for spec in specs]
+    clashes = sorted({name for name in names if names.count(name) > 1})
+    if clashes:
+        raise ValueError(f"NodeClass kinds clash with other watched kinds: {clashes}")
+    return specs

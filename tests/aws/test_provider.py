@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from karpy.apis.ec2nodeclass import EC2NodeClass
+from karpy.cloud.aws.nodeclasses import NODE_CLASS
 from karpy.cloud.aws.provider import AWSCloudProvider
 from karpy.cloud.errors import NodeClassNotReady
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.settings import Settings
-from karpy.state import kinds
 from karpy.state.cluster import ClusterState
 from tests.aws.launch.conftest import nodeclaim, nodeclass
 
@@ -49,7 +49,7 @@ async def test_a_ready_class_with_an_injected_grace_period_launches_nothing(
     }
     state = ClusterState()
     state.apply(
-        kinds.EC2NODECLASS,
+        NODE_CLASS.kind,
         [("default", ready(nodeclass(aws_account, spec={"kubelet": kubelet})))],
         [],
     )

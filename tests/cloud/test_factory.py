@@ -12,6 +12,7 @@ from karpy.cloud.factory import (
     ProviderDependencies,
     build_provider,
     check_provider,
+    node_class_kinds,
     provider_module,
 )
 from karpy.cloud.fake import FakeCloudProvider
@@ -87,8 +88,25 @@ def test_the_region_comes_from_the_environment_the_operator_was_given(monkeypatc
                        {"AWS_CONFIG_FILE": "/nonexistent/karpy-test-config"})  # fmt: skip
 
 
-def test_every_registered_provider_module_exports_check_and_build():
+def test_every_registered_provider_module_exports_check_build_and_its_node_classes():
     for name, module in PROVIDERS.items():
         loaded = provider_module(name)
         assert loaded is importlib.import_module(module)
         assert callable(loaded.check) and callable(loaded.build)
+        assert loaded.NODE_CLASSES, f"{name} serves no NodeClass kind"
+
+
+@pytest.mark.parametrize("name", sorted(PROVIDERS))
+def test_the_node_classes_watched_before_the_build_are_those_the_provider_serves(name, monkeypatch):
+    """The operator builds the informers from the module's declaration, before the
+    provider exists; the built provider must answer readiness for the same kinds."""
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    settings = Settings(cluster_name="c", cloud_provider=name)
+    assert tuple(build(cloud_provider=name).node_classes) == tuple(node_class_kinds(settings))
+
+
+def test_both_providers_serve_ec2nodeclass_so_the_same_manifests_run_on_either():
+    served = {name: [(k.group, k.kind) for k in provider_module(name).NODE_CLASSES]
+              for name in PROVIDERS}  # fmt: skip
+    assert served == {"aws": [("karpenter.k8s.aws", "EC2NodeClass")],
+                      "fake": [("karpenter.k8s.aws", "EC2NodeClass")]}  # fmt: skip

@@ -7,6 +7,7 @@ from __future__ import annotations
 import attrs
 
 from karpy.apis.ec2nodeclass import EC2NodeClass
+from karpy.apis.ec2nodeclass_kind import EC2NODECLASS_KIND
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.apis.nodepool import NodePool
 from karpy.base.clock import SYSTEM_CLOCK
@@ -14,6 +15,13 @@ from karpy.disruption.conditions import NodeClaimDisruptionConditions
 from karpy.state import kinds
 from karpy.state.cluster import ClusterState, StateChange
 from tests import factories as f
+
+
+@attrs.frozen
+class ServesEC2NodeClass:
+    """The one part of a cloud provider these tests reach: its NodeClass kinds."""
+
+    node_classes = (EC2NODECLASS_KIND,)
 
 
 def claim(name: str, nodeclass: str) -> NodeClaim:
@@ -35,15 +43,15 @@ def test_a_node_class_change_rejudges_the_nodeclaims_that_refer_to_it() -> None:
     state = ClusterState()
     claims = [claim("a-1", "a"), claim("a-2", "a"), claim("b-1", "b")]
     state.apply(kinds.NODECLAIM, [(c.name, c) for c in claims], [])
-    conditions = NodeClaimDisruptionConditions(state, client=None, provider=None,  # type: ignore[arg-type]
+    provider = ServesEC2NodeClass()
+    conditions = NodeClaimDisruptionConditions(state, client=None, provider=provider,  # type: ignore[arg-type]
                                                clock=SYSTEM_CLOCK)  # fmt: skip
-    assert kinds.EC2NODECLASS in conditions.watches
+    assert EC2NODECLASS_KIND.kind in conditions.watches
     old, new = nodeclass("a"), nodeclass("a")
-    change = StateChange(kinds.EC2NODECLASS, "a", old, new)
+    change = StateChange(EC2NODECLASS_KIND.kind, "a", old, new)
     assert sorted(conditions.keys_for(change)) == ["a-1", "a-2"]
-    assert (
-        list(conditions.keys_for(StateChange(kinds.EC2NODECLASS, "c", None, nodeclass("c")))) == []
-    )
+    unreferred = StateChange(EC2NODECLASS_KIND.kind, "c", None, nodeclass("c"))
+    assert list(conditions.keys_for(unreferred)) == []
 
 
 def test_a_nodepool_change_rejudges_its_nodeclaims_unless_only_its_status_changed() -> None:
@@ -52,7 +60,8 @@ def test_a_nodepool_change_rejudges_its_nodeclaims_unless_only_its_status_change
     state = ClusterState()
     claims = [claim("default-1", "a"), claim("default-2", "a")]
     state.apply(kinds.NODECLAIM, [(c.name, c) for c in claims], [])
-    conditions = NodeClaimDisruptionConditions(state, client=None, provider=None,  # type: ignore[arg-type]
+    provider = ServesEC2NodeClass()
+    conditions = NodeClaimDisruptionConditions(state, client=None, provider=provider,  # type: ignore[arg-type]
                                                clock=SYSTEM_CLOCK)  # fmt: skip
     pool = NodePool.from_dict(f.nodepool("default"))
     counted = attrs.evolve(pool, status=attrs.evolve(pool.status, nodes=2))

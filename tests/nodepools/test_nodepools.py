@@ -7,6 +7,7 @@ from typing import Any
 from karpy.apis.hashes import nodepool_template_hash
 from karpy.apis.nodepool import NodePool
 from karpy.base.clock import SYSTEM_CLOCK
+from karpy.cloud.fake import NODE_CLASSES
 from karpy.nodepools.counter import NodePoolCounter
 from karpy.nodepools.hash import NodePoolHash
 from karpy.nodepools.readiness import NodePoolReadiness
@@ -42,7 +43,7 @@ async def test_a_pool_whose_nodeclass_is_missing_says_so_and_becomes_ready_with_
     apiserver.store.create("nodepools.karpenter.sh", f.nodepool("general"))
     async with controller_world(apiserver) as world:
         readiness = NodePoolReadiness(world.state, world.client, world.recorder,
-                                      clock=SYSTEM_CLOCK)  # fmt: skip
+                                      node_classes=NODE_CLASSES, clock=SYSTEM_CLOCK)  # fmt: skip
         await readiness.reconcile("general")
         assert conditions(apiserver, "general") == {
             "NodeClassReady": ("False", "NodeClassNotFound"),
@@ -71,7 +72,7 @@ async def test_a_pool_failing_runtime_validation_is_not_ready(apiserver):
     apiserver.store.create("nodepools.karpenter.sh", pool)
     async with controller_world(apiserver) as world:
         readiness = NodePoolReadiness(world.state, world.client, world.recorder,
-                                      clock=SYSTEM_CLOCK)  # fmt: skip
+                                      node_classes=NODE_CLASSES, clock=SYSTEM_CLOCK)  # fmt: skip
         await readiness.reconcile("weekly")
         found = conditions(apiserver, "weekly")
         assert found["ValidationSucceeded"] == ("False", "NodePoolValidationFailed")
@@ -90,7 +91,7 @@ async def test_a_pool_whose_class_is_unreconciled_and_that_fails_validation_says
     apiserver.store.create("nodepools.karpenter.sh", f.nodepool("weekly", disruption=disruption))
     async with controller_world(apiserver) as world:
         readiness = NodePoolReadiness(world.state, world.client, world.recorder,
-                                      clock=SYSTEM_CLOCK)  # fmt: skip
+                                      node_classes=NODE_CLASSES, clock=SYSTEM_CLOCK)  # fmt: skip
         await readiness.reconcile("weekly")
         found = conditions(apiserver, "weekly")
         assert found["NodeClassReady"] == ("Unknown", "AwaitingReconciliation")

@@ -12,7 +12,7 @@ import pytest
 from karpy.apis.core import InvalidObject
 from karpy.apis.nodepool import NodePool
 from karpy.base.clock import SYSTEM_CLOCK
-from karpy.cloud.fake import FakeCloudProvider
+from karpy.cloud.fake import NODE_CLASSES, FakeCloudProvider
 from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.nodepools.readiness import NodePoolReadiness
@@ -37,7 +37,8 @@ async def pool_with_limits(apiserver, limits: dict[str, str]) -> AsyncIterator[W
 
 
 async def provision(world: World) -> None:
-    readiness = NodePoolReadiness(world.state, world.client, world.recorder, clock=SYSTEM_CLOCK)
+    readiness = NodePoolReadiness(world.state, world.client, world.recorder,
+                                  node_classes=NODE_CLASSES, clock=SYSTEM_CLOCK)  # fmt: skip
     await readiness.reconcile("default")
     await world.settled()
     unavailable = UnavailableOfferings()

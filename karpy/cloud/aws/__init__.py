@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from karpy.cloud.aws.nodeclasses import NODE_CLASSES
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -14,7 +16,7 @@ if TYPE_CHECKING:
     from karpy.cloud.factory import ProviderDependencies
     from karpy.settings import Settings
 
-__all__ = ["build", "check"]
+__all__ = ["NODE_CLASSES", "build", "check"]
 
 
 def check(settings: Settings, env: Mapping[str, str]) -> None:

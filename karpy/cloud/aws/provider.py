@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 from prometheus_client import CollectorRegistry
@@ -48,6 +48,7 @@ from karpy.cloud.aws.interruption import (
 from karpy.cloud.aws.launch import InstanceLauncher, parse_provider_id
 from karpy.cloud.aws.launch.templategc import LaunchTemplateGC
 from karpy.cloud.aws.nodeclass import nodeclass_controllers
+from karpy.cloud.aws.nodeclasses import NODE_CLASS, NODE_CLASSES
 from karpy.cloud.errors import NodeClaimNotFound, NodeClassNotReady
 from karpy.cloud.provider import Instance, RepairPolicy
 
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from karpy.apis.core import NodeClassReference
     from karpy.apis.ec2nodeclass import EC2NodeClass
     from karpy.apis.nodeclaim import NodeClaim
+    from karpy.apis.nodeclass import NodeClassKind
     from karpy.apis.nodepool import NodePool
     from karpy.base.clock import Clock
     from karpy.base.component import Component
@@ -119,12 +121,16 @@ class AWSCloudProvider:
     def well_known_labels(self) -> frozenset[str]:
         return AWS_WELL_KNOWN_LABELS
 
+    @property
+    def node_classes(self) -> Sequence[NodeClassKind[Any]]:
+        return NODE_CLASSES
+
     # -- NodeClasses -------------------------------------------------------------------
 
     def _ready_nodeclass(self, ref: NodeClassReference) -> EC2NodeClass:
         """The Ready EC2NodeClass ``ref`` names, else `NodeClassNotReady` saying why."""
-        nodeclass = self.state.snapshot().ec2nodeclasses.get(ref.name)
-        if ref.kind != "EC2NodeClass" or nodeclass is None:
+        nodeclass = self.state.snapshot().node_class(NODE_CLASS, ref.name)
+        if not NODE_CLASS.serves(ref) or nodeclass is None:
             raise NodeClassNotReady(f'{ref.kind} "{ref.name}" not found')
         if nodeclass.metadata.deletion_timestamp is not None:
             raise NodeClassNotReady(f'EC2NodeClass "{ref.name}" is terminating')
@@ -205,7 +211,7 @@ class AWSCloudProvider:
 
     async def is_drifted(self, nodeclaim: NodeClaim) -> str:
         ref = nodeclaim.spec.node_class_ref
-        nodeclass = self.state.snapshot().ec2nodeclasses.get(ref.name)
+        nodeclass = self.state.snapshot().node_class(NODE_CLASS, ref.name)
         if nodeclass is None or not nodeclaim.status.provider_id:
             return ""
         type_name = nodeclaim.metadata.labels.get(LABEL_INSTANCE_TYPE, "")

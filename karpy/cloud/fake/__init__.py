@@ -2,7 +2,8 @@
 
 An instance is a Node object written through the API; see `provider` for launches,
 `catalog` for the instance types, `faults` for injected capacity errors and failures,
-`nodeclass` for EC2NodeClass readiness without AWS.
+`nodeclass` for NodeClass readiness without a cloud (the NodeClass kind it serves is
+`NODE_CLASSES`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from karpy.cloud.fake.catalog import embedded_catalog, load_catalog
 from karpy.cloud.fake.faults import FakeFaults
+from karpy.cloud.fake.nodeclass import NODE_CLASSES
 from karpy.cloud.fake.provider import FakeCloudProvider
 from karpy.kube.client import KubeClient
 
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from karpy.cloud.factory import ProviderDependencies
     from karpy.settings import Settings
 
-__all__ = ["FakeCloudProvider", "FakeFaults", "build", "check"]
+__all__ = ["NODE_CLASSES", "FakeCloudProvider", "FakeFaults", "build", "check"]
 
 
 def check(settings: Settings, env: Mapping[str, str]) -> None:

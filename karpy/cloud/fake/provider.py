@@ -25,7 +25,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from karpy.apis.labels import (
+    AWS_WELL_KNOWN_LABELS,
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+    LABEL_ZONE,
+)
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.errors import (
     CreateError,
@@ -36,7 +41,7 @@ from karpy.cloud.errors import (
 from karpy.cloud.fake import nodes
 from karpy.cloud.fake.boot import FakeBoot, booting
 from karpy.cloud.fake.faults import FakeFaults
-from karpy.cloud.fake.nodeclass import FakeNodeClassReadiness
+from karpy.cloud.fake.nodeclass import NODE_CLASS, NODE_CLASSES, FakeNodeClassReadiness
 from karpy.cloud.provider import Instance, RepairPolicy
 from karpy.kube.errors import AlreadyExists, NotFound
 from karpy.kube.resources import NODES
@@ -50,6 +55,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from karpy.apis.nodeclaim import NodeClaim
+    from karpy.apis.nodeclass import NodeClassKind
     from karpy.apis.nodepool import NodePool
     from karpy.base.clock import Clock
     from karpy.base.component import Component
@@ -61,7 +67,7 @@ if TYPE_CHECKING:
     from karpy.scheduling.instancetypes import InstanceType, Offering
     from karpy.state.cluster import ClusterState
 
-__all__ = ["FakeCloudProvider"]
+__all__ = ["FakeCloudProvider", "well_known_labels"]
 
 log = get_logger("fake.cloud")
 
@@ -71,6 +77,13 @@ BOOT_RESYNC: Final = 60.0
 
 
 REPAIR_TOLERATION: Final = timedelta(minutes=10)
+
+
+def well_known_labels(catalog: Catalog) -> frozenset[str]:
+    """The label keys pods and NodePools may require on the fake cloud: the AWS
+    provider's, since the fake serves its NodeClass kind and the same manifests must
+    schedule alike, and the catalog's own (KWOK's, or those a catalog file declares)."""
+    return AWS_WELL_KNOWN_LABELS | catalog.well_known_labels
 
 
 class FakeCloudProvider:
@@ -102,7 +115,11 @@ class FakeCloudProvider:
 
     @property
     def well_known_labels(self) -> frozenset[str]:
-        return self.catalog.well_known_labels
+        return well_known_labels(self.catalog)
+
+    @property
+    def node_classes(self) -> Sequence[NodeClassKind[Any]]:
+        return NODE_CLASSES
 
     async def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:
         self.faults.check("get_instance_types")
@@ -125,8 +142,8 @@ class FakeCloudProvider:
 
     def _check_node_class(self, claim: NodeClaim) -> None:
         ref = claim.spec.node_class_ref
-        node_class = self.state.snapshot().ec2nodeclasses.get(ref.name)
-        if ref.kind != "EC2NodeClass" or node_class is None:
+        node_class = self.state.snapshot().node_class(NODE_CLASS, ref.name)
+        if not NODE_CLASS.serves(ref) or node_class is None:
             raise NodeClassNotReady(f'{ref.kind} "{ref.name}" not found')
         if node_class.metadata.deletion_timestamp is not None:
             raise NodeClassNotReady(f'{ref.kind} "{ref.name}" is terminating')

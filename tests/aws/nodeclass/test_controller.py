@@ -18,6 +18,7 @@ from karpy.cloud.aws.nodeclass import (
     nodeclass_controllers,
 )
 from karpy.cloud.aws.nodeclass.version import server_version
+from karpy.cloud.aws.nodeclasses import NODE_CLASS
 from karpy.sandbox.aws.amis import publish_parameters
 from karpy.sandbox.aws.amis import register_images as register_eks_images
 from karpy.settings import Settings
@@ -78,7 +79,7 @@ async def test_status_is_written_once_and_read_back(
         assert {c["observedGeneration"] for c in found.values()} == {1}
 
         await world.settled()
-        parsed = world.state.snapshot().ec2nodeclasses["default"]
+        parsed = world.state.snapshot().node_class(NODE_CLASS, "default")
         assert parsed.status.condition("Ready").is_true  # type: ignore[union-attr]
         version = stored["metadata"]["resourceVersion"]
         await controller.reconcile("default")
@@ -214,7 +215,7 @@ async def test_only_spec_finalizer_and_deletion_changes_wake_the_controller(
         )
 
         def keys(old: Any, new: Any) -> list[str]:
-            return list(controller.keys_for(StateChange(kinds.EC2NODECLASS, "default", old, new)))
+            return list(controller.keys_for(StateChange(NODE_CLASS.kind, "default", old, new)))
 
         assert keys(None, base) == ["default"]
         assert keys(base, status_only) == []

@@ -9,10 +9,12 @@ keeps the protocol: ``delete`` begins terminating a running instance and raises
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
 from karpy.apis.nodeclaim import NodeClaim
+from karpy.apis.nodeclass import NodeClassKind
 from karpy.apis.nodepool import NodePool
 from karpy.base.component import Component
 from karpy.cloud.errors import NodeClaimNotFound
@@ -23,6 +25,7 @@ from karpy.scheduling.instancetypes import InstanceType
 class StubCloud:
     name = "test"
     well_known_labels: frozenset[str] = frozenset()
+    node_classes: Sequence[NodeClassKind[Any]] = ()
 
     def __init__(self, *, gone_after_deletes: int | None = None) -> None:
         """``gone_after_deletes``: the instance disappears by itself once ``delete`` has

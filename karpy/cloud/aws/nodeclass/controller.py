@@ -34,9 +34,9 @@ from karpy.cloud.aws.nodeclass.finalizer import (
     waiting_event,
 )
 from karpy.cloud.aws.nodeclass.hash import claims_of
+from karpy.cloud.aws.nodeclasses import EC2NODECLASSES, NODE_CLASS
 from karpy.cloud.errors import CloudProviderError
 from karpy.kube.errors import NotFound
-from karpy.kube.resources import EC2NODECLASSES
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
@@ -66,7 +66,7 @@ class NodeClassResolutionFailed(CloudProviderError):
 
 class NodeClassController:
     name = "nodeclass"
-    watches = frozenset({kinds.EC2NODECLASS, kinds.NODECLAIM})
+    watches = frozenset({NODE_CLASS.kind, kinds.NODECLAIM})
 
     def __init__(
         self,
@@ -105,11 +105,11 @@ class NodeClassController:
         return (change.key,) if moved else ()
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.ec2nodeclasses.keys()
+        return snapshot.of(NODE_CLASS.kind).keys()
 
     async def reconcile(self, key: str) -> Result:
         snapshot = self.state.snapshot()
-        nodeclass = snapshot.ec2nodeclasses.get(key)
+        nodeclass = snapshot.node_class(NODE_CLASS, key)
         if nodeclass is None:
             return DONE
         try:

@@ -24,8 +24,8 @@ from karpy.apis.labels import FINALIZER_AWS_TERMINATION, LABEL_AWS_NODECLASS
 from karpy.cloud.aws.launch.tags import tags_of
 from karpy.cloud.aws.launch.templates import is_owned_template, owned_template_filters
 from karpy.cloud.aws.nodeclass.selectors import describe_all
+from karpy.cloud.aws.nodeclasses import EC2NODECLASSES
 from karpy.kube.events import Event, ObjectRef
-from karpy.kube.resources import EC2NODECLASSES
 from karpy.log import get_logger
 
 if TYPE_CHECKING:

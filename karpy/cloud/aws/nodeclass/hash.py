@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 from karpy.apis.hashes import EC2NODECLASS_HASH_VERSION, ec2nodeclass_hash
 from karpy.apis.labels import ANNOTATION_EC2NODECLASS_HASH, ANNOTATION_EC2NODECLASS_HASH_VERSION
+from karpy.cloud.aws.nodeclasses import EC2NODECLASSES, NODE_CLASS
 from karpy.kube.errors import NotFound
-from karpy.kube.resources import EC2NODECLASSES, NODECLAIMS
+from karpy.kube.resources import NODECLAIMS
 from karpy.reconcile import DONE, Result
-from karpy.state import kinds
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -47,7 +47,7 @@ def claims_of(snapshot: StateSnapshot, nodeclass: str) -> list[str]:
 
 class NodeClassHash:
     name = "nodeclass.hash"
-    watches = frozenset({kinds.EC2NODECLASS})
+    watches = frozenset({NODE_CLASS.kind})
 
     def __init__(self, state: ClusterState, client: KubeClient, *, ca_bundle: str = "") -> None:
         self.state = state
@@ -58,11 +58,11 @@ class NodeClassHash:
         return (change.key,) if change.new is not None else ()
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.ec2nodeclasses.keys()
+        return snapshot.of(NODE_CLASS.kind).keys()
 
     async def reconcile(self, key: str) -> Result:
         snapshot = self.state.snapshot()
-        nodeclass = snapshot.ec2nodeclasses.get(key)
+        nodeclass = snapshot.node_class(NODE_CLASS, key)
         if nodeclass is None or nodeclass.metadata.deletion_timestamp is not None:
             return DONE
         digest = ec2nodeclass_hash(nodeclass, self.ca_bundle or None)
