@@ -12,15 +12,18 @@ from __future__ import annotations
 from karpy.errors import ExpectedError
 
 __all__ = [
+    "CapacityPool",
     "CloudProviderError",
     "CreateError",
     "InsufficientCapacity",
     "NodeClaimNotFound",
     "NodeClassNotReady",
-    "Offering",
 ]
 
-Offering = tuple[str, str, str]  # (instance type, zone, capacity type)
+# One instance type in one zone bought one way: (instance type, zone, capacity type), as
+# EC2 names a spot capacity pool. It is what runs out of capacity, and what identifies
+# the offering (`karpy.scheduling.instancetypes.Offering`) of a type that is unavailable.
+CapacityPool = tuple[str, str, str]
 
 
 class CloudProviderError(ExpectedError):
@@ -28,12 +31,11 @@ class CloudProviderError(ExpectedError):
 
 
 class InsufficientCapacity(CloudProviderError):
-    """The cloud had no capacity for the offerings tried (``offerings``: each
-    ``(instance type, zone, capacity type)``)."""
+    """The cloud had no capacity in the pools tried (``pools``)."""
 
-    def __init__(self, message: str, offerings: tuple[Offering, ...] = ()) -> None:
+    def __init__(self, message: str, pools: tuple[CapacityPool, ...] = ()) -> None:
         super().__init__(message)
-        self.offerings = offerings
+        self.pools = pools
 
 
 class NodeClaimNotFound(CloudProviderError):

@@ -1,11 +1,12 @@
 """The insufficient-capacity cache: offerings that recently failed to launch.
 
-When a launch fails with insufficient capacity, the offerings it tried are marked
-unavailable for `DEFAULT_TTL` (three minutes, as Karpenter's ICE cache), so the next
-scheduling rounds plan around them and providers skip them, and then they are tried
-again. `version` changes whenever the set of unavailable offerings changes (a mark, or an
-expiry noticed by `current`), so the provisioner can key its compiled scheduling context
-on it and rebuild only then.
+When a launch fails with insufficient capacity, the capacity pools it tried (each names
+one instance type's offering: `karpy.cloud.errors.CapacityPool`) are marked unavailable
+for `DEFAULT_TTL` (three minutes, as Karpenter's ICE cache), so the next scheduling rounds
+plan around them and providers skip them, and then they are tried again. `version`
+changes whenever the set of unavailable pools changes (a mark, or an expiry noticed by
+`current`), so the provisioner can key its compiled scheduling context on it and rebuild
+only then.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from karpy.base.clock import Clock
-    from karpy.cloud.errors import Offering
+    from karpy.cloud.errors import CapacityPool
 
 __all__ = ["DEFAULT_TTL", "UnavailableOfferings"]
 
@@ -30,18 +31,18 @@ class UnavailableOfferings:
         self.ttl = ttl
         self.clock = clock
         self.version = 0
-        self._until: dict[Offering, float] = {}
-        self._current: frozenset[Offering] = frozenset()
+        self._until: dict[CapacityPool, float] = {}
+        self._current: frozenset[CapacityPool] = frozenset()
 
-    def mark(self, offerings: Iterable[Offering]) -> None:
-        """Make ``offerings`` unavailable for the next ``ttl`` seconds."""
+    def mark(self, pools: Iterable[CapacityPool]) -> None:
+        """Make the offerings of ``pools`` unavailable for the next ``ttl`` seconds."""
         until = self.clock.monotonic() + self.ttl
-        for offering in offerings:
-            self._until[offering] = until
+        for pool in pools:
+            self._until[pool] = until
         self._refresh()
 
-    def current(self) -> frozenset[Offering]:
-        """The offerings unavailable now; expired ones are dropped (and bump `version`)."""
+    def current(self) -> frozenset[CapacityPool]:
+        """The pools unavailable now; expired ones are dropped (and bump `version`)."""
         now = self.clock.monotonic()
         if any(deadline <= now for deadline in self._until.values()):
             self._until = {o: d for o, d in self._until.items() if d > now}

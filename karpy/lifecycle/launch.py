@@ -55,7 +55,7 @@ async def launch(ctx: Lifecycle, claim: NodeClaim) -> NodeClaim | None:
     try:
         instance = await ctx.provider.create(claim)
     except InsufficientCapacity as exc:
-        ctx.unavailable.mark(exc.offerings)
+        ctx.unavailable.mark(exc.pools)
         await _give_up(ctx, claim, "InsufficientCapacityError", "insufficient_capacity", str(exc))
         return None
     except NodeClassNotReady as exc:

@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 
 __all__ = ["InstanceTypeIndex", "bitset_bytes", "iter_bits", "iter_set_bits"]
 
-OfferingKey = tuple[Requirement | None, Requirement | None, Requirement | None]
+# The zone, capacity-type and reservation requirements an offering must meet: what the
+# offering memo tables are keyed by.
+OfferingConstraints = tuple[Requirement | None, Requirement | None, Requirement | None]
 # Memo tables are dropped when they reach this size (they refill with what is in use).
 _CACHE_LIMIT = 100_000
 
@@ -116,8 +118,8 @@ class InstanceTypeIndex:
         self.all_mask = (1 << len(types)) - 1
         self.defined_keys = frozenset(k for it in types for k in it.requirements)
         self._requirement_cache: dict[Requirement, int] = {}
-        self._offering_cache: dict[OfferingKey, int] = {}
-        self._price_cache: dict[OfferingKey, PriceOrder] = {}
+        self._offering_cache: dict[OfferingConstraints, int] = {}
+        self._price_cache: dict[OfferingConstraints, PriceOrder] = {}
         self.price_overlaid_mask = 0
         self.capacity_overlaid_mask = 0
         self.reserved_mask = 0  # types with an available reserved offering
@@ -231,7 +233,7 @@ class InstanceTypeIndex:
         zone = requirements.find(LABEL_ZONE)
         capacity_type = requirements.find(LABEL_CAPACITY_TYPE)
         reservation = requirements.find(RESERVATION_ID_LABEL)
-        key: OfferingKey = (zone, capacity_type, reservation)
+        key: OfferingConstraints = (zone, capacity_type, reservation)
         cached = self._offering_cache.get(key)
         if cached is not None:
             return cached
@@ -347,7 +349,7 @@ class InstanceTypeIndex:
     def _price_order(self, requirements: Requirements) -> PriceOrder:
         """Types with a compatible available offering, cheapest first (ties by name), for
         the offering-relevant part of ``requirements`` (memoised)."""
-        key: OfferingKey = (
+        key: OfferingConstraints = (
             requirements.find(LABEL_ZONE),
             requirements.find(LABEL_CAPACITY_TYPE),
             requirements.find(RESERVATION_ID_LABEL),

@@ -19,20 +19,20 @@ from karpy.cloud.errors import CreateError
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from karpy.cloud.errors import Offering
+    from karpy.cloud.errors import CapacityPool
 
 __all__ = ["FakeFaults"]
 
 
 class FakeFaults:
-    def __init__(self, insufficient: Iterable[tuple[str, str, str]] = ()) -> None:
+    def __init__(self, insufficient: Iterable[CapacityPool] = ()) -> None:
         self.insufficient = tuple(insufficient)
         self._failures: dict[str, list[Exception]] = {}
 
-    def no_capacity(self, offering: Offering) -> bool:
-        """Does the cloud answer "insufficient capacity" for ``offering``?"""
+    def no_capacity(self, pool: CapacityPool) -> bool:
+        """Does the cloud answer "insufficient capacity" for ``pool``?"""
         return any(
-            all(fnmatch.fnmatchcase(value, glob) for value, glob in zip(offering, p, strict=True))
+            all(fnmatch.fnmatchcase(value, glob) for value, glob in zip(pool, p, strict=True))
             for p in self.insufficient
         )
 

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from karpy.apis.nodepool import NodePool
     from karpy.base.clock import Clock
     from karpy.base.component import Component
+    from karpy.cloud.errors import CapacityPool
     from karpy.cloud.unavailable import UnavailableOfferings
     from karpy.kube.client import KubeClient
     from karpy.kube.events import EventRecorder
@@ -157,7 +158,7 @@ class FakeCloudProvider:
         requests = claim.spec.resources.requests
         offline = self.unavailable.current()
         candidates: list[tuple[float, str, Offering, InstanceType]] = []
-        known_out: list[tuple[str, str, str]] = []
+        known_out: list[CapacityPool] = []
         for it in self.catalog.instance_types:
             if it.requirements.intersects(requirements) is not None:
                 continue
@@ -183,11 +184,11 @@ class FakeCloudProvider:
                 "InstanceTypeNotFound",
             )
         candidates.sort(key=lambda c: (c[0], c[1], c[2].zone, c[2].capacity_type))
-        exhausted: list[tuple[str, str, str]] = []
+        exhausted: list[CapacityPool] = []
         for _, _, offering, it in candidates:
-            key = (it.name, offering.zone, offering.capacity_type)
-            if self.faults.no_capacity(key):
-                exhausted.append(key)
+            pool = (it.name, offering.zone, offering.capacity_type)
+            if self.faults.no_capacity(pool):
+                exhausted.append(pool)
                 continue
             if exhausted:
                 self.unavailable.mark(exhausted)

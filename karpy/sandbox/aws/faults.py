@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-__all__ = ["EC2Faults", "Offering"]
+__all__ = ["CapacityPool", "EC2Faults"]
 
-Offering = tuple[str, str, str]
+CapacityPool = tuple[str, str, str]  # (instance type, zone, capacity type)
 WILDCARD = "*"
 
 
@@ -32,7 +32,7 @@ class EC2Faults:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._ice: set[Offering] = set()
+        self._ice: set[CapacityPool] = set()
         self._throttle: dict[str, int] = {}
         self.throttled: dict[str, int] = {}
 
@@ -85,8 +85,8 @@ class EC2Faults:
         try:
             if body.get("clear"):
                 self.clear()
-            ice = [_offering(o) for o in body.get("ice", [])]
-            restore = [_offering(o) for o in body.get("restore", [])]
+            ice = [_pool(o) for o in body.get("ice", [])]
+            restore = [_pool(o) for o in body.get("restore", [])]
             throttle = {str(k): int(v) for k, v in dict(body.get("throttle", {})).items()}
         except (TypeError, ValueError) as error:
             raise ValueError(f"bad fault request: {error}") from error
@@ -105,11 +105,11 @@ class EC2Faults:
             }
 
 
-def _matches(rule: Offering, offering: Offering) -> bool:
-    return all(r in (WILDCARD, o) for r, o in zip(rule, offering, strict=True))
+def _matches(rule: CapacityPool, pool: CapacityPool) -> bool:
+    return all(r in (WILDCARD, o) for r, o in zip(rule, pool, strict=True))
 
 
-def _offering(raw: Any) -> Offering:
+def _pool(raw: Any) -> CapacityPool:
     values = [str(v) for v in raw]
     if len(values) != 3:
         raise ValueError(f"an offering is [type, zone, capacity type], got {raw!r}")

@@ -105,7 +105,7 @@ def test_capacity_errors_without_an_instance_are_insufficient_capacity(code: str
     response = {"Instances": [], "Errors": [error(code), error(code, zone="us-west-2b")]}
     with pytest.raises(InsufficientCapacity) as raised:
         read_fleet_response(response, "on-demand")
-    assert raised.value.offerings == (
+    assert raised.value.pools == (
         ("m5.large", "us-west-2a", "on-demand"),
         ("m5.large", "us-west-2b", "on-demand"),
     )

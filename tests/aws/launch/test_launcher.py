@@ -207,13 +207,13 @@ async def test_all_offerings_out_of_capacity_raise_insufficient_capacity_naming_
         await launcher.create(nodeclaim(requirements=ON_DEMAND), nodeclass(aws_account),
                               [priced("m5.large")])  # fmt: skip
     expected = {("m5.large", z, "on-demand") for z in ("us-west-2a", "us-west-2b", "us-west-2c")}
-    assert set(raised.value.offerings) == expected
+    assert set(raised.value.pools) == expected
     assert unavailable.current() == expected
     # The next launch does not even ask EC2: the cache already says no.
     with pytest.raises(InsufficientCapacity) as again:
         await launcher.create(nodeclaim(requirements=ON_DEMAND), nodeclass(aws_account),
                               [priced("m5.large")])  # fmt: skip
-    assert set(again.value.offerings) == expected
+    assert set(again.value.pools) == expected
 
 
 async def test_a_bad_instance_type_is_a_create_error_with_ec2s_code(

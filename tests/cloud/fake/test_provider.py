@@ -106,7 +106,7 @@ async def test_cached_unavailable_offerings_are_skipped_and_all_cached_is_capaci
         unavailable.mark([("c-1x-amd64-linux", zone, "spot") for zone in others])
         with pytest.raises(InsufficientCapacity) as caught:
             await provider.create(claim("a-2", requirements=only))
-        assert len(caught.value.offerings) == 4
+        assert len(caught.value.pools) == 4
 
 
 async def test_refused_offerings_fall_to_the_next_and_are_cached(apiserver):
@@ -125,7 +125,7 @@ async def test_every_allowed_offering_refused_is_insufficient_capacity(apiserver
         spot_only = [req(TYPE, "m-2x-arm64-linux"), req(CAPACITY_TYPE, "spot")]
         with pytest.raises(InsufficientCapacity) as caught:
             await provider.create(claim(requirements=spot_only))
-        assert sorted(caught.value.offerings) == [
+        assert sorted(caught.value.pools) == [
             ("m-2x-arm64-linux", z, "spot") for z in ("test-zone-a", "test-zone-b",
                                                       "test-zone-c", "test-zone-d")]  # fmt: skip
         nodes, _ = await world.client.list(NODES)

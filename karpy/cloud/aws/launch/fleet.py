@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from karpy.apis.ec2nodeclass import EC2NodeClass
     from karpy.apis.ec2nodeclass_status import Subnet
     from karpy.cloud.aws.launch.selection import Candidate
-    from karpy.cloud.errors import Offering as OfferingKey
+    from karpy.cloud.errors import CapacityPool
 
 __all__ = [
     "CAPACITY_ERROR_CODES",
@@ -152,7 +152,7 @@ def create_fleet_request(
     return request
 
 
-def _error_offering(error: Mapping[str, Any], capacity_type: str) -> OfferingKey:
+def _error_pool(error: Mapping[str, Any], capacity_type: str) -> CapacityPool:
     override = (error.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
     return (
         str(override.get("InstanceType", "")),
@@ -161,10 +161,10 @@ def _error_offering(error: Mapping[str, Any], capacity_type: str) -> OfferingKey
     )
 
 
-def capacity_errors(response: Mapping[str, Any], capacity_type: str) -> tuple[OfferingKey, ...]:
-    """The offerings ``response`` reports out of capacity, to mark unavailable."""
+def capacity_errors(response: Mapping[str, Any], capacity_type: str) -> tuple[CapacityPool, ...]:
+    """The capacity pools ``response`` reports out of capacity, to mark unavailable."""
     errors = response.get("Errors") or ()
-    keys = (_error_offering(e, capacity_type) for e in errors
+    keys = (_error_pool(e, capacity_type) for e in errors
             if e.get("ErrorCode") in CAPACITY_ERROR_CODES)  # fmt: skip
     return tuple(dict.fromkeys(keys))
 

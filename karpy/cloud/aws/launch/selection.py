@@ -39,7 +39,7 @@ from karpy.scheduling.resources import fits
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-    from karpy.cloud.errors import Offering as OfferingKey
+    from karpy.cloud.errors import CapacityPool
     from karpy.scheduling.instancetypes import InstanceType, Offering
     from karpy.scheduling.requirements import Requirements
 
@@ -75,7 +75,7 @@ class Selection:
 
     capacity_type: str
     candidates: tuple[Candidate, ...]
-    known_unavailable: tuple[OfferingKey, ...] = ()
+    known_unavailable: tuple[CapacityPool, ...] = ()
 
 
 def _is_exotic(it: InstanceType) -> bool:
@@ -89,10 +89,10 @@ def _usable(
     instance_types: Iterable[InstanceType],
     requirements: Requirements,
     requests: Mapping[str, int],
-    unavailable: frozenset[OfferingKey],
-) -> tuple[list[Candidate], list[OfferingKey]]:
+    unavailable: frozenset[CapacityPool],
+) -> tuple[list[Candidate], list[CapacityPool]]:
     out: list[Candidate] = []
-    iced: list[OfferingKey] = []
+    iced: list[CapacityPool] = []
     for it in instance_types:
         if it.requirements.intersects(requirements) is not None:
             continue
@@ -149,7 +149,7 @@ def select(
     instance_types: Iterable[InstanceType],
     requirements: Requirements,
     requests: Mapping[str, int],
-    unavailable: frozenset[OfferingKey] = frozenset(),
+    unavailable: frozenset[CapacityPool] = frozenset(),
 ) -> Selection:
     """The launch's `Selection` (see the module docstring)."""
     candidates, iced = _usable(instance_types, requirements, requests, unavailable)
