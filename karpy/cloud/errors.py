@@ -9,21 +9,20 @@ facts those branches need.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from karpy.errors import ExpectedError
 
+if TYPE_CHECKING:
+    from karpy.scheduling.instancetypes import CapacityPool
+
 __all__ = [
-    "CapacityPool",
     "CloudProviderError",
     "CreateError",
     "InsufficientCapacity",
     "NodeClaimNotFound",
     "NodeClassNotReady",
 ]
-
-# One instance type in one zone bought one way: (instance type, zone, capacity type), as
-# EC2 names a spot capacity pool. It is what runs out of capacity, and what identifies
-# the offering (`karpy.scheduling.instancetypes.Offering`) of a type that is unavailable.
-CapacityPool = tuple[str, str, str]
 
 
 class CloudProviderError(ExpectedError):

@@ -1,7 +1,7 @@
 """The insufficient-capacity cache: offerings that recently failed to launch.
 
 When a launch fails with insufficient capacity, the capacity pools it tried (each names
-one instance type's offering: `karpy.cloud.errors.CapacityPool`) are marked unavailable
+one instance type's offering: `karpy.scheduling.instancetypes.CapacityPool`) are marked unavailable
 for `DEFAULT_TTL` (three minutes, as Karpenter's ICE cache), so the next scheduling rounds
 plan around them and providers skip them, and then they are tried again. `version`
 changes whenever the set of unavailable pools changes (a mark, or an expiry noticed by
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from karpy.base.clock import Clock
-    from karpy.cloud.errors import CapacityPool
+    from karpy.scheduling.instancetypes import CapacityPool
 
 __all__ = ["DEFAULT_TTL", "UnavailableOfferings"]
 

@@ -23,7 +23,7 @@ from karpy.scheduling.templates import compile_nodepool, ordered_templates
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
-    from karpy.scheduling.instancetypes import InstanceType
+    from karpy.scheduling.instancetypes import CapacityPool, InstanceType
     from karpy.scheduling.overlays import NodeOverlayLike
     from karpy.scheduling.templates import NodeClaimTemplate, NodePoolLike
 
@@ -62,9 +62,9 @@ class SchedulingContext:
 
 
 def mark_unavailable(
-    instance_types: Sequence[InstanceType], unavailable: frozenset[tuple[str, str, str]]
+    instance_types: Sequence[InstanceType], unavailable: frozenset[CapacityPool]
 ) -> tuple[InstanceType, ...]:
-    """Apply the insufficient-capacity cache: ``(type, zone, capacity type)`` offerings off."""
+    """Apply the insufficient-capacity cache: the offerings of ``unavailable`` pools off."""
     if not unavailable:
         return tuple(instance_types)
     out = []
@@ -90,7 +90,7 @@ def build_context(
     *,
     overlays: Iterable[NodeOverlayLike] = (),
     provider_labels: frozenset[str] = frozenset(),
-    unavailable_offerings: frozenset[tuple[str, str, str]] = frozenset(),
+    unavailable_offerings: frozenset[CapacityPool] = frozenset(),
     min_values_policy: str = STRICT,
 ) -> SchedulingContext:
     """Compile NodePools and instance types into a reusable `SchedulingContext`.

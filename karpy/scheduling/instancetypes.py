@@ -31,7 +31,12 @@ from karpy.scheduling.resources import MEMORY, ResourceList
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-__all__ = ["InstanceType", "Offering", "compute_allocatable", "new_instance_type"]
+__all__ = ["CapacityPool", "InstanceType", "Offering", "compute_allocatable", "new_instance_type"]
+
+# One instance type in one zone bought one way: (instance type, zone, capacity type), as
+# EC2 names a spot capacity pool. It is what runs out of capacity (`InsufficientCapacity`
+# names the pools tried) and so what identifies an unavailable `Offering` of a type.
+CapacityPool = tuple[str, str, str]
 
 # Label that carries a capacity reservation's ID on reserved offerings and their nodes.
 RESERVATION_ID_LABEL: Final = LABEL_AWS_CAPACITY_RESERVATION_ID

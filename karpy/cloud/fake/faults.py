@@ -19,7 +19,7 @@ from karpy.cloud.errors import CreateError
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from karpy.cloud.errors import CapacityPool
+    from karpy.scheduling.instancetypes import CapacityPool
 
 __all__ = ["FakeFaults"]
 

@@ -59,13 +59,12 @@ if TYPE_CHECKING:
     from karpy.apis.nodepool import NodePool
     from karpy.base.clock import Clock
     from karpy.base.component import Component
-    from karpy.cloud.errors import CapacityPool
     from karpy.cloud.unavailable import UnavailableOfferings
     from karpy.kube.client import KubeClient
     from karpy.kube.events import EventRecorder
     from karpy.observability.controller_metrics import ControllerMetrics
     from karpy.scheduling.catalog import Catalog
-    from karpy.scheduling.instancetypes import InstanceType, Offering
+    from karpy.scheduling.instancetypes import CapacityPool, InstanceType, Offering
     from karpy.state.cluster import ClusterState
 
 __all__ = ["FakeCloudProvider", "well_known_labels"]

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from karpy.apis.ec2nodeclass import EC2NodeClass
     from karpy.apis.ec2nodeclass_status import Subnet
     from karpy.cloud.aws.launch.selection import Candidate
-    from karpy.cloud.errors import CapacityPool
+    from karpy.scheduling.instancetypes import CapacityPool
 
 __all__ = [
     "CAPACITY_ERROR_CODES",

@@ -39,8 +39,7 @@ from karpy.scheduling.resources import fits
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-    from karpy.cloud.errors import CapacityPool
-    from karpy.scheduling.instancetypes import InstanceType, Offering
+    from karpy.scheduling.instancetypes import CapacityPool, InstanceType, Offering
     from karpy.scheduling.requirements import Requirements
 
 __all__ = ["MAX_INSTANCE_TYPES", "Candidate", "Selection", "select"]
