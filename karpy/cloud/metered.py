@@ -45,6 +45,10 @@ class MeteredCloudProvider:
         return self.inner.well_known_labels
 
     @property
+    def restricted_label_domains(self) -> frozenset[str]:
+        return self.inner.restricted_label_domains
+
+    @property
     def node_classes(self) -> Sequence[NodeClassKind[Any]]:
         return self.inner.node_classes
 

@@ -6,8 +6,9 @@ instance behind a NodeClaim, to `get` or `list` instances, and to `delete` one d
 termination; garbage collection compares its `list` with the NodeClaims; disruption asks
 `is_drifted`; node repair reads `repair_policies`. The provider also declares what the
 core must know of it without knowing its name: the NodeClass kinds it serves
-(`node_classes`: what to watch, how to read it, when it is Ready) and the label keys its
-instance types define (`well_known_labels`). Everything that crosses the seam is a
+(`node_classes`: what to watch, how to read it, when it is Ready), the label keys its
+instance types define (`well_known_labels`) and the label domains it reserves
+(`restricted_label_domains`). Everything that crosses the seam is a
 plain immutable record (`Instance`, `RepairPolicy`, the scheduler's `InstanceType`) or
 one of the typed errors of `karpy.cloud.errors`.
 
@@ -94,6 +95,12 @@ class CloudProvider(Protocol):
     def well_known_labels(self) -> frozenset[str]:
         """Label keys the provider defines on its instance types, which pods and NodePools
         may use in requirements (added to Karpenter's own)."""
+        ...
+
+    @property
+    def restricted_label_domains(self) -> frozenset[str]:
+        """Label domains (added to Karpenter's ``karpenter.sh``) whose labels a pod may
+        require only when they are well-known: the provider sets them itself."""
         ...
 
     @property

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.fake import NODE_CLASSES
 from karpy.cloud.fake.catalog import embedded_catalog
-from karpy.cloud.fake.provider import well_known_labels
+from karpy.cloud.fake.provider import RESTRICTED_LABEL_DOMAINS, well_known_labels
 from karpy.disruption.explain import explain_node, state_from_objects
 from karpy.errors import UsageError
 from karpy.kube.client import KubeClient
@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
         catalog = embedded_catalog()
     pools = sorted(snapshot.nodepools.values(), key=lambda p: p.name)
     context = build_context(pools, catalog.instance_types,
-                            provider_labels=well_known_labels(catalog))  # fmt: skip
+                            provider_labels=well_known_labels(catalog),
+                            provider_restricted_domains=RESTRICTED_LABEL_DOMAINS)  # fmt: skip
     compiled = CompiledContext(context, {it.name: it for it in catalog.instance_types}, {})
     lines = explain_node(snapshot, compiled, args.name, now=SYSTEM_CLOCK.now(),
                          settings=Settings())  # fmt: skip

@@ -99,6 +99,7 @@ class ContextCache:
             types,
             overlays=overlays,
             provider_labels=self.provider.well_known_labels,
+            provider_restricted_domains=self.provider.restricted_label_domains,
             unavailable_offerings=offline,
             min_values_policy=self.min_values_policy,
         )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from karpy.apis.labels import CORE_WELL_KNOWN_LABELS
+from karpy.apis.labels import CORE_RESTRICTED_LABEL_DOMAINS, CORE_WELL_KNOWN_LABELS
 from karpy.scheduling.domains import DomainUniverse
 from karpy.scheduling.index import InstanceTypeIndex
 from karpy.scheduling.overlays import apply_overlays
@@ -59,6 +59,8 @@ class SchedulingContext:
     well_known_labels: frozenset[str]
     domains: DomainUniverse
     min_values_policy: str = STRICT
+    # Label domains a pod may not require labels of unless they are well-known.
+    restricted_label_domains: frozenset[str] = CORE_RESTRICTED_LABEL_DOMAINS
 
 
 def mark_unavailable(
@@ -90,6 +92,7 @@ def build_context(
     *,
     overlays: Iterable[NodeOverlayLike] = (),
     provider_labels: frozenset[str] = frozenset(),
+    provider_restricted_domains: frozenset[str] = frozenset(),
     unavailable_offerings: frozenset[CapacityPool] = frozenset(),
     min_values_policy: str = STRICT,
 ) -> SchedulingContext:
@@ -97,7 +100,8 @@ def build_context(
 
     ``instance_types`` is either one list for every NodePool or a list per NodePool name
     (a cloud provider may offer different types to different node classes).
-    ``provider_labels`` are the provider's well-known label keys, added to Karpenter's.
+    ``provider_labels`` are the provider's well-known label keys, added to Karpenter's;
+    ``provider_restricted_domains`` the label domains it restricts, added to Karpenter's.
     """
     templates = {t.nodepool: t for t in (compile_nodepool(np) for np in nodepools)}
     overlay_list = list(overlays)
@@ -140,6 +144,7 @@ def build_context(
         well_known_labels=CORE_WELL_KNOWN_LABELS | provider_labels,
         domains=DomainUniverse.build(per_pool),
         min_values_policy=min_values_policy,
+        restricted_label_domains=CORE_RESTRICTED_LABEL_DOMAINS | provider_restricted_domains,
     )
 
 

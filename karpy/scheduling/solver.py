@@ -125,6 +125,7 @@ class Scheduler:
         self.policy = PreferencePolicy(preference_policy)
         self.max_instance_types = max_instance_types
         self.well_known = context.well_known_labels
+        self.restricted_domains = context.restricted_label_domains
         self.relax_min_values = context.min_values_policy == "BestEffort"
         self.tolerate_prefer_no_schedule = any(
             t.effect == "PreferNoSchedule" for p in context.pools for t in p.template.taints
@@ -283,7 +284,7 @@ class Scheduler:
         schedulable: list[tuple[Pod, PodShape]] = []
         volumes = self.cluster.volumes
         for pod in pods:
-            problem = pod_problem(pod, self.well_known)
+            problem = pod_problem(pod, self.well_known, self.restricted_domains)
             if problem is not None:
                 unschedulable.append(Unschedulable(pod, _ignored(problem)))
                 continue

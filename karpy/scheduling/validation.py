@@ -3,7 +3,8 @@
 Before scheduling, Karpenter sets aside pods whose node constraints it cannot honour on
 capacity it launches: node-selector terms using ``matchFields``, unsupported operators,
 malformed label keys or values, restricted labels (``kubernetes.io/hostname``, anything in
-the ``karpenter.sh`` or ``karpenter.k8s.aws`` domains that is not a well-known label),
+a restricted domain that is not a well-known label: ``karpenter.sh`` and the domains the
+cloud provider restricts, as Karpenter's providers add theirs),
 capacity-type values that do not exist, and pods that explicitly avoid Karpenter nodes
 (``karpenter.sh/nodepool DoesNotExist``). `pod_problem` returns that reason, or None.
 """
@@ -13,8 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from karpy.apis.labels import (
-    AWS_RESTRICTED_LABEL_DOMAINS,
-    CORE_RESTRICTED_LABEL_DOMAINS,
     LABEL_NODEPOOL,
     RESTRICTED_LABELS,
     WELL_KNOWN_VALUES,
@@ -33,12 +32,10 @@ from karpy.scheduling.requirements import (
 )
 
 if TYPE_CHECKING:
-    from karpy.apis.core import NodeSelectorRequirement
     from karpy.scheduling.pods import Pod
 
 __all__ = ["AVOIDS_KARPENTER", "pod_problem"]
 
-RESTRICTED_DOMAINS: Final = CORE_RESTRICTED_LABEL_DOMAINS | AWS_RESTRICTED_LABEL_DOMAINS
 AVOIDS_KARPENTER: Final = "configured to not run on a Karpenter provisioned node"
 
 
@@ -50,22 +47,25 @@ def is_label_value(value: str) -> bool:
     return not names.is_valid_label_value(value)
 
 
-def restricted_label(key: str, well_known: frozenset[str]) -> bool:
+def restricted_label(
+    key: str, well_known: frozenset[str], restricted_domains: frozenset[str]
+) -> bool:
     if key in well_known:
         return False
     domain = label_domain(key)
-    if any(domain == d or domain.endswith("." + d) for d in RESTRICTED_DOMAINS):
+    if any(domain == d or domain.endswith("." + d) for d in restricted_domains):
         return True
     return key in RESTRICTED_LABELS
 
 
 def requirement_problem(
-    key: str, operator: str, values: tuple[str, ...], well_known: frozenset[str]
-) -> str | None:
+    key: str, operator: str, values: tuple[str, ...], well_known: frozenset[str],
+    restricted_domains: frozenset[str],
+) -> str | None:  # fmt: skip
     key = normalize_label(key)
     if operator not in SUPPORTED_OPERATORS:
         return f"key {key} has an unsupported operator {operator}"
-    if restricted_label(key, well_known):
+    if restricted_label(key, well_known, restricted_domains):
         return f"label {key} is restricted: it might interfere with karpenter's provisioning"
     if not is_qualified_name(key):
         return f"key {key} is not a qualified name"
@@ -87,21 +87,22 @@ def requirement_problem(
     return None
 
 
-def _expression_problem(req: NodeSelectorRequirement, well_known: frozenset[str]) -> str | None:
-    return requirement_problem(req.key, req.operator, tuple(req.values), well_known)
-
-
-def pod_problem(pod: Pod, well_known: frozenset[str]) -> str | None:
-    """Why Karpenter would ignore ``pod``, or None if it can try to schedule it."""
+def pod_problem(
+    pod: Pod, well_known: frozenset[str], restricted_domains: frozenset[str]
+) -> str | None:
+    """Why Karpenter would ignore ``pod``, or None if it can try to schedule it.
+    ``well_known`` and ``restricted_domains`` are Karpenter's and the provider's
+    (`karpy.scheduling.context.SchedulingContext`)."""
     for key, value in pod.node_selector:
-        problem = requirement_problem(key, IN, (value,), well_known)
+        problem = requirement_problem(key, IN, (value,), well_known, restricted_domains)
         if problem is not None:
             return f"invalid node selector: {problem}"
     if pod.uses_match_fields:
         return "node selector term with matchFields is not supported"
     for term in pod.required_node_terms:
         for expr in term:
-            problem = _expression_problem(expr, well_known)
+            problem = requirement_problem(expr.key, expr.operator, tuple(expr.values),
+                                          well_known, restricted_domains)  # fmt: skip
             if problem is not None:
                 return f"invalid node affinity: {problem}"
     if _avoids_karpenter(pod):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from karpy.apis.core import InvalidObject
-from karpy.apis.labels import AWS_WELL_KNOWN_LABELS
+from karpy.apis.labels import AWS_RESTRICTED_LABEL_DOMAINS, AWS_WELL_KNOWN_LABELS
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.apis.nodeoverlay import NodeOverlay
 from karpy.apis.nodepool import NodePool
@@ -213,6 +213,7 @@ def build_input(
         parsed_catalog.instance_types,
         overlays=overlays,
         provider_labels=AWS_WELL_KNOWN_LABELS | parsed_catalog.well_known_labels,
+        provider_restricted_domains=AWS_RESTRICTED_LABEL_DOMAINS,
         min_values_policy=min_values_policy,
     )
     capacity = cluster_nodes(nodes, nodeclaims)

@@ -6,16 +6,23 @@ from typing import Any
 
 import pytest
 
-from karpy.apis.labels import AWS_WELL_KNOWN_LABELS, CORE_WELL_KNOWN_LABELS
+from karpy.apis.labels import (
+    AWS_RESTRICTED_LABEL_DOMAINS,
+    AWS_WELL_KNOWN_LABELS,
+    CORE_RESTRICTED_LABEL_DOMAINS,
+    CORE_WELL_KNOWN_LABELS,
+)
 from karpy.scheduling.pods import pod_from_dict
 from karpy.scheduling.validation import AVOIDS_KARPENTER, pod_problem
 from tests import factories as f
 
+# The labels and restricted domains of Karpenter with the AWS provider.
 WELL_KNOWN = CORE_WELL_KNOWN_LABELS | AWS_WELL_KNOWN_LABELS
+RESTRICTED = CORE_RESTRICTED_LABEL_DOMAINS | AWS_RESTRICTED_LABEL_DOMAINS
 
 
 def problem(**options: Any) -> str | None:
-    return pod_problem(pod_from_dict(f.pod(**options)), WELL_KNOWN)
+    return pod_problem(pod_from_dict(f.pod(**options)), WELL_KNOWN, RESTRICTED)
 
 
 @pytest.mark.parametrize(
@@ -77,4 +84,17 @@ def test_match_fields_are_not_supported() -> None:
             }
         }
     }
-    assert "matchFields" in (pod_problem(pod_from_dict(pod), WELL_KNOWN) or "")
+    assert "matchFields" in (pod_problem(pod_from_dict(pod), WELL_KNOWN, RESTRICTED) or "")
+
+
+def test_a_domain_is_restricted_only_when_the_provider_restricts_it() -> None:
+    """Karpenter restricts its own domain; a provider adds its own (the AWS provider
+    karpenter.k8s.aws), so the same selector is set aside under one provider only."""
+    pod = pod_from_dict(f.pod(node_selector={"karpenter.k8s.aws/not-a-label": "x"}))
+    assert pod_problem(pod, WELL_KNOWN, RESTRICTED) == (
+        "invalid node selector: label karpenter.k8s.aws/not-a-label is restricted: it might "
+        "interfere with karpenter's provisioning"
+    )
+    assert pod_problem(pod, WELL_KNOWN, CORE_RESTRICTED_LABEL_DOMAINS) is None
+    core = pod_from_dict(f.pod(node_selector={"karpenter.sh/custom": "x"}))
+    assert pod_problem(core, WELL_KNOWN, CORE_RESTRICTED_LABEL_DOMAINS) is not None

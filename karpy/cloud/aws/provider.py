@@ -33,6 +33,7 @@ from karpy.apis.labels import (
     ANNOTATION_EC2NODECLASS_HASH,
     ANNOTATION_EC2NODECLASS_HASH_VERSION,
     ANNOTATION_INSTANCE_PROFILE,
+    AWS_RESTRICTED_LABEL_DOMAINS,
     AWS_WELL_KNOWN_LABELS,
     LABEL_INSTANCE_TYPE,
 )
@@ -120,6 +121,10 @@ class AWSCloudProvider:
     @property
     def well_known_labels(self) -> frozenset[str]:
         return AWS_WELL_KNOWN_LABELS
+
+    @property
+    def restricted_label_domains(self) -> frozenset[str]:
+        return AWS_RESTRICTED_LABEL_DOMAINS
 
     @property
     def node_classes(self) -> Sequence[NodeClassKind[Any]]:

@@ -26,6 +26,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.labels import (
+    AWS_RESTRICTED_LABEL_DOMAINS,
     AWS_WELL_KNOWN_LABELS,
     LABEL_CAPACITY_TYPE,
     LABEL_INSTANCE_TYPE,
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
     from karpy.scheduling.instancetypes import CapacityPool, InstanceType, Offering
     from karpy.state.cluster import ClusterState
 
-__all__ = ["FakeCloudProvider", "well_known_labels"]
+__all__ = ["RESTRICTED_LABEL_DOMAINS", "FakeCloudProvider", "well_known_labels"]
 
 log = get_logger("fake.cloud")
 
@@ -77,6 +78,11 @@ BOOT_RESYNC: Final = 60.0
 
 
 REPAIR_TOLERATION: Final = timedelta(minutes=10)
+
+
+# The fake serves the AWS provider's labels (`well_known_labels`), so it reserves their
+# domain as that provider does.
+RESTRICTED_LABEL_DOMAINS: Final = AWS_RESTRICTED_LABEL_DOMAINS
 
 
 def well_known_labels(catalog: Catalog) -> frozenset[str]:
@@ -116,6 +122,10 @@ class FakeCloudProvider:
     @property
     def well_known_labels(self) -> frozenset[str]:
         return well_known_labels(self.catalog)
+
+    @property
+    def restricted_label_domains(self) -> frozenset[str]:
+        return RESTRICTED_LABEL_DOMAINS
 
     @property
     def node_classes(self) -> Sequence[NodeClassKind[Any]]:

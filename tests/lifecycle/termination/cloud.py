@@ -25,6 +25,7 @@ from karpy.scheduling.instancetypes import InstanceType
 class StubCloud:
     name = "test"
     well_known_labels: frozenset[str] = frozenset()
+    restricted_label_domains: frozenset[str] = frozenset()
     node_classes: Sequence[NodeClassKind[Any]] = ()
 
     def __init__(self, *, gone_after_deletes: int | None = None) -> None:
