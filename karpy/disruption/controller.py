@@ -4,9 +4,10 @@ whether to disrupt something, and start doing it (Karpenter's ``disruption`` sin
 
 A pass takes a fresh snapshot, finds the candidates (`karpy.disruption.candidates`),
 and tries the methods in order (`karpy.disruption.methods`): emptiness, drift,
-multi-node consolidation, single-node consolidation. The first that yields a command
-wins the pass. Empty-node and consolidation commands are then *validated*: a later pass,
-``validation_delay`` (15 s, Karpenter's) on, recomputes the candidates, budgets and, for
+multi-node consolidation, single-node consolidation. Each gets the candidates it takes
+and its budgets, and the first that yields a command wins the pass. Empty-node and
+consolidation commands are then *validated*: a later pass, ``validation_delay`` (15 s,
+Karpenter's) on, recomputes the candidates, budgets and, for
 consolidation, the simulation on a new snapshot, and abandons the command unless it
 still holds (pods may have arrived, budgets may have closed). No pass sleeps, so a stop
 or a lost lease never waits on a decision, and a pass cancelled during its what-if solves
@@ -21,11 +22,9 @@ Emptiness and consolidation (multi- and single-node) wait while capacity is arri
 NodeClaims not yet initialized, pods nominated and not bound (`karpy.disruption.settling`;
 five minutes at most in one stretch). Drift does not wait.
 
-Nothing is cached across passes except one shortcut: when consolidation found nothing
-to do, it is not searched again until pods, nodes, NodeClaims, NodePools, PDBs, the
-instance types and prices, or the budgets change, or 30 minutes pass. Emptiness is
-computed from the pods on each node every pass, so an empty node is never stranded by a
-missed event.
+Nothing is cached across passes except two shortcuts: a pass on the very inputs of one
+that found nothing less than a minute ago is skipped, and consolidation remembers when
+it found nothing (`karpy.disruption.methods.consolidation.Consolidated`).
 """
 
 from __future__ import annotations
@@ -40,17 +39,10 @@ from karpy.disruption.budgets import BudgetVerdict, DisruptionReason, allowed_by
 from karpy.disruption.candidates import find_candidates, is_disrupting
 from karpy.disruption.conditions import CONSOLIDATABLE, DRIFTED
 from karpy.disruption.events import UNCONSOLIDATABLE_DEDUPE, node_and_claim_events
-from karpy.disruption.methods import (
-    Command,
-    ConsolidationType,
-    Outcome,
-    consolidate,
-    consolidation_candidates,
-    drift_command,
-    empty_command,
-    multi_node_command,
-    single_node_command,
-)
+from karpy.disruption.methods.command import Command, ConsolidationType, Outcome
+from karpy.disruption.methods.consolidation import CONSOLIDATION_INPUTS, consolidate
+from karpy.disruption.methods.method import DisruptionClass
+from karpy.disruption.methods.ordered import methods_in_order
 from karpy.disruption.orchestration import is_marked
 from karpy.disruption.settling import Settling
 from karpy.disruption.simulation import WhatIf
@@ -76,6 +68,7 @@ if TYPE_CHECKING:
 
     from karpy.base.clock import Clock
     from karpy.disruption.candidates import Blocked, Candidate
+    from karpy.disruption.methods.method import Method
     from karpy.kube.client import KubeClient
     from karpy.kube.events import EventRecorder
     from karpy.observability.karpenter_metrics import KarpenterMetrics
@@ -92,18 +85,10 @@ log = get_logger("disruption")
 PASS: Final = "pass"
 POLL: Final = 10.0  # seconds between passes (Karpenter's)
 VALIDATION_DELAY: Final = 15.0  # seconds (Karpenter's commandValidationDelay)
-MULTI_NODE_TIMEOUT: Final = 60.0
-SINGLE_NODE_TIMEOUT: Final = 180.0
-# Seconds a "nothing to consolidate" answer is trusted while nothing it depends on changed
-# (Karpenter looks again every 5 minutes regardless: at 10,000 nodes that search cost two
-# minutes of a core every five in an idle cluster).
-CONSOLIDATED_FOR: Final = 1800.0
 # Seconds a pass that found nothing stands for later passes on the very same inputs (at
 # 10,000 nodes finding the candidates every 10 s was most of an idle controller's CPU).
 QUIET_RECHECK: Final = 60.0
 SIMULATION_BUDGET: Final = 30.0  # seconds one what-if round may take
-_WATCHED_FOR_CONSOLIDATION: Final = (kinds.POD, kinds.NODE, kinds.NODECLAIM, kinds.NODEPOOL,
-                                     kinds.PDB)  # fmt: skip
 
 
 class Disruption:
@@ -124,6 +109,7 @@ class Disruption:
         clock: Clock,
         metrics: KarpenterMetrics | None = None,
         validation_delay: float = VALIDATION_DELAY,
+        methods: Sequence[Method] | None = None,
     ) -> None:
         self.state = state
         self.client = client
@@ -134,9 +120,10 @@ class Disruption:
         self.clock = clock
         self.metrics = metrics
         self.validation_delay = validation_delay
-        # the maps consolidation last found nothing in (held, not their ids: a freed
-        # map's id can be reused), and when
-        self._consolidated: tuple[tuple[object, ...], float] | None = None
+        # tried in this order (`karpy.disruption.methods.ordered`)
+        spot_to_spot = settings.feature_gates.spot_to_spot_consolidation
+        self.methods = (tuple(methods) if methods is not None
+                        else methods_in_order(clock=clock, spot_to_spot=spot_to_spot))  # fmt: skip
         self.settling = Settling(clock)
         self._quiet_at: float | None = None  # when the last pass found nothing to do
         # the inputs of the last full pass that found nothing to do, and when
@@ -182,7 +169,7 @@ class Disruption:
         snapshot = self.state.snapshot()
         compiled = await self.contexts.get(snapshot)
         nominated = self.nominations(snapshot)
-        inputs = (*(snapshot.of(kind) for kind in _WATCHED_FOR_CONSOLIDATION), compiled,
+        inputs = (*(snapshot.of(kind) for kind in CONSOLIDATION_INPUTS), compiled,
                   frozenset(nominated.values()))  # fmt: skip
         if self._unchanged_since_quiet(inputs):
             self._quiet_at = self.clock.monotonic()
@@ -232,84 +219,56 @@ class Disruption:
             settings=self.settings,
             budget=SIMULATION_BUDGET,
         )
-        # Emptiness and consolidation wait while capacity is arriving (see `Settling`).
+        # Graceful methods wait while capacity is arriving (see `Settling`).
         arriving = self.settling.wait_reason(snapshot, nominated)
         self._held_back = bool(arriving)
-        # 1. emptiness
-        empty = [] if arriving else [c for c in candidates if c.empty]
-        outcome = self._timed(DisruptionReason.EMPTY, ConsolidationType.EMPTY, empty,
-                              lambda: empty_command(empty, self._budgets(
-                                  snapshot, DisruptionReason.EMPTY, now)))  # fmt: skip
-        if outcome.command is not None:
-            return outcome.command
-        # 2. drift (pod-level blocks give way to a terminationGracePeriod: eventual)
-        drifting = candidates + [b.eventual for b in blocked if b.eventual is not None]
-        drifted = [c for c in drifting if is_true(c.claim, DRIFTED)]
-        if drifted:
-            budgets = self._budgets(snapshot, DisruptionReason.DRIFTED, now)
-            outcome = await solve_in_thread(lambda cancel: self._timed(
-                DisruptionReason.DRIFTED, ConsolidationType.DRIFT, drifted,
-                lambda: drift_command(drifted, budgets, what_if.cancelled_by(cancel)),
-            ))  # fmt: skip
-            self._report_unconsolidatable(outcome, "DisruptionBlocked")
+        # Eventual methods also take nodes blocked only by their pods when a
+        # terminationGracePeriod bounds the drain.
+        eventual = candidates + [b.eventual for b in blocked if b.eventual is not None]
+        budgets: dict[DisruptionReason, dict[str, int]] = {}  # per reason, once a pass
+        for method in self.methods:
+            graceful = method.disruption_class is DisruptionClass.GRACEFUL
+            if graceful and arriving:
+                eligible: list[Candidate] = []
+            else:
+                eligible = [c for c in (candidates if graceful else eventual)
+                            if method.should_disrupt(c)]  # fmt: skip
+            if self.metrics is not None:
+                self.metrics.disruption_eligible_nodes.labels(str(method.reason)).set(len(eligible))
+            if not eligible:
+                continue
+            if method.reason not in budgets:
+                budgets[method.reason] = self._budgets(snapshot, method.reason, now)
+            allowed = budgets[method.reason]
+            if not method.should_run(what_if, allowed):
+                continue
+            outcome = await self._compute(method, eligible, dict(allowed), what_if)
+            self._report_unconsolidatable(outcome, method.refusal_event)
             if outcome.command is not None:
                 return outcome.command
-        # 3 and 4. consolidation, once the capacity a scale-up asked for has arrived
-        if arriving:
-            return None
-        budgets = self._budgets(snapshot, DisruptionReason.UNDERUTILIZED, now)
-        # Everything an answer depends on: the objects, the compiled instance types and
-        # prices (the same object while nothing in them changed), the budgets now.
-        fingerprint = (*(snapshot.of(kind) for kind in _WATCHED_FOR_CONSOLIDATION),
-                       compiled, tuple(sorted(budgets.items())))  # fmt: skip
-        if self._consolidated is not None:
-            seen, at = self._consolidated
-            unchanged = all(
-                a is b or (isinstance(a, tuple) and a == b)
-                for a, b in zip(seen, fingerprint, strict=True)
-            )
-            if unchanged and self.clock.monotonic() - at < CONSOLIDATED_FOR:
-                return None
-        chosen = consolidation_candidates(candidates, budgets)
-        if not chosen:
-            self._consolidated = (fingerprint, self.clock.monotonic())
-            return None
-        spot_to_spot = self.settings.feature_gates.spot_to_spot_consolidation
-        outcome = await solve_in_thread(lambda cancel: self._timed(
-            DisruptionReason.UNDERUTILIZED, ConsolidationType.MULTI, chosen,
-            lambda: multi_node_command(chosen, what_if.cancelled_by(cancel),
-                                       spot_to_spot=spot_to_spot),
-        ))  # fmt: skip
-        if outcome.command is not None:
-            return outcome.command
-        deadline = time.monotonic() + SINGLE_NODE_TIMEOUT
-        outcome = await solve_in_thread(lambda cancel: self._timed(
-            DisruptionReason.UNDERUTILIZED, ConsolidationType.SINGLE, chosen,
-            lambda: single_node_command(chosen, what_if.cancelled_by(cancel),
-                                        spot_to_spot=spot_to_spot,
-                                        out_of_time=lambda: time.monotonic() > deadline,
-                                        why_not=lambda c: what_if.why_not(
-                                            c, spot_to_spot=spot_to_spot)),
-        ))  # fmt: skip
-        self._report_unconsolidatable(outcome, "Unconsolidatable")
-        if outcome.command is None:
-            self._consolidated = (fingerprint, self.clock.monotonic())
-        return outcome.command
+        return None
 
-    def _timed(
+    async def _compute(
         self,
-        reason: DisruptionReason,
-        kind: ConsolidationType,
+        method: Method,
         eligible: Sequence[Candidate],
-        method: Callable[[], Outcome],
+        budgets: dict[str, int],
+        what_if: WhatIf,
     ) -> Outcome:
+        """``method``'s outcome, in a worker thread when it runs what-ifs (a cancelled
+        pass stops them), timed."""
+        if not method.simulates:
+            return self._timed(method, lambda: method.compute_command(eligible, budgets, what_if))
+        return await solve_in_thread(lambda cancel: self._timed(method, lambda: (
+            method.compute_command(eligible, budgets, what_if.cancelled_by(cancel)))))  # fmt: skip
+
+    def _timed(self, method: Method, compute: Callable[[], Outcome]) -> Outcome:
         started = time.perf_counter()
-        outcome = method()
+        outcome = compute()
         if self.metrics is not None:
-            self.metrics.disruption_eligible_nodes.labels(str(reason)).set(len(eligible))
-            self.metrics.disruption_evaluation_duration.labels(str(reason), str(kind)).observe(
-                time.perf_counter() - started
-            )
+            self.metrics.disruption_evaluation_duration.labels(
+                str(method.reason), str(method.consolidation_type)
+            ).observe(time.perf_counter() - started)
         return outcome
 
     # --- budgets ---------------------------------------------------------------------------
@@ -485,6 +444,8 @@ class Disruption:
                 self.recorder.publish(event)
 
     def _report_unconsolidatable(self, outcome: Outcome, reason: str) -> None:
+        if not reason:
+            return
         for candidate, why in outcome.unconsolidatable:
             if not why:
                 continue

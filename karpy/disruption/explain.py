@@ -19,7 +19,8 @@ from karpy.disruption.budgets import DisruptionReason
 from karpy.disruption.candidates import find_candidates
 from karpy.disruption.conditions import CONSOLIDATABLE, DRIFTED
 from karpy.disruption.controller import budget_verdicts
-from karpy.disruption.methods import WHEN_EMPTY_OR_UNDERUTILIZED, ConsolidationType, consolidate
+from karpy.disruption.methods.command import ConsolidationType
+from karpy.disruption.methods.consolidation import WHEN_EMPTY_OR_UNDERUTILIZED, consolidate
 from karpy.disruption.orchestration import is_marked
 from karpy.disruption.simulation import simulate
 from karpy.lifecycle.conditions import DISRUPTION_REASON, INITIALIZED, is_true

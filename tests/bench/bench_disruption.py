@@ -77,14 +77,14 @@ def run_case(nodes: int) -> dict[str, Any]:
     compiled = CompiledContext(build_context(pools, CATALOG.instance_types,
                                              provider_labels=labels), TYPES, {})  # fmt: skip
     built = time.perf_counter()
-    decider = Disruption(state, None, EventRecorder(None), Settings(),  # type: ignore[arg-type]
-                         contexts=_Contexts(compiled), nominations=lambda s: {},  # type: ignore[arg-type]
-                         clock=_clock())  # fmt: skip
     decisions = []
     seconds = []
     validate_seconds = []
     for _ in range(2):
-        decider._consolidated = None
+        # a fresh controller each time: consolidation remembers having found nothing
+        decider = Disruption(state, None, EventRecorder(None), Settings(),  # type: ignore[arg-type]
+                             contexts=_Contexts(compiled), nominations=lambda s: {},  # type: ignore[arg-type]
+                             clock=_clock())  # fmt: skip
         t0 = time.perf_counter()
         command = asyncio.run(decider._decide(state.snapshot(), compiled, {}))
         t1 = time.perf_counter()
@@ -215,7 +215,8 @@ def run_settled_case(pods: int = 40_000) -> dict[str, Any]:
     from karpy.disruption.candidates import find_candidates
     from karpy.disruption.controller import budget_verdicts
     from karpy.disruption.explain import state_from_objects
-    from karpy.disruption.methods import consolidation_candidates, single_node_command
+    from karpy.disruption.methods.consolidation import consolidation_candidates
+    from karpy.disruption.methods.singlenode import single_node_command
     from karpy.disruption.simulation import Simulation, WhatIf
     from karpy.provisioning.contextcache import CompiledContext
     from karpy.scheduling.catalog import parse_catalog

@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from karpy.disruption.methods import ConsolidationType, consolidate
+from karpy.disruption.methods.command import ConsolidationType
+from karpy.disruption.methods.consolidation import consolidate
 from karpy.disruption.simulation import WhatIf
 from karpy.scheduling.solver import SolveCancelled
 from tests.disruption.world import World, managed_node, nodepool, pod_on

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from karpy.disruption.controller import CONSOLIDATED_FOR, POLL, QUIET_RECHECK
+from karpy.disruption.controller import POLL, QUIET_RECHECK
+from karpy.disruption.methods.consolidation import CONSOLIDATED_FOR
 from tests.disruption.deciders import decider
 from tests.disruption.test_prefilter import POOL, full_cheap_nodes
 from tests.disruption.world import managed_node, pod_on

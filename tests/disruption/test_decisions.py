@@ -7,16 +7,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from karpy.disruption.budgets import DisruptionReason
-from karpy.disruption.methods import (
-    ConsolidationType,
-    Decision,
-    consolidate,
-    consolidation_candidates,
-    drift_command,
-    empty_command,
-    multi_node_command,
-    single_node_command,
-)
+from karpy.disruption.methods.command import ConsolidationType, Decision
+from karpy.disruption.methods.consolidation import consolidate, consolidation_candidates
+from karpy.disruption.methods.drift import drift_command
+from karpy.disruption.methods.emptiness import empty_command
+from karpy.disruption.methods.multinode import multi_node_command
+from karpy.disruption.methods.singlenode import single_node_command
 from karpy.settings import Settings
 from tests import factories as f
 from tests.disruption.world import World, managed_node, nodepool, pod_on

@@ -12,12 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from karpy.disruption.candidates import Candidate
-from karpy.disruption.methods import (
-    ConsolidationType,
-    consolidate,
-    consolidation_candidates,
-    single_node_command,
-)
+from karpy.disruption.methods.command import ConsolidationType
+from karpy.disruption.methods.consolidation import consolidate, consolidation_candidates
+from karpy.disruption.methods.singlenode import single_node_command
 from karpy.disruption.simulation import Simulation, WhatIf
 from karpy.settings import Settings
 from tests import factories as f

@@ -1,0 +1,68 @@
+"""What a disruption method answers with: a `Command` (the nodes to disrupt, why, and
+what replaces them), wrapped in an `Outcome` that also says, per node it looked at and
+could not act on, why not (the controller turns those into Events).
+
+A command is a value: deciding it touches nothing, and the controller validates,
+records and starts it in separate steps.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+if TYPE_CHECKING:
+    from karpy.disruption.budgets import DisruptionReason
+    from karpy.disruption.candidates import Candidate
+    from karpy.scheduling.results import NodeClaimPlan
+
+__all__ = ["NOTHING", "Command", "ConsolidationType", "Decision", "Outcome"]
+
+
+class ConsolidationType(enum.StrEnum):
+    """The ``consolidation_type`` label of Karpenter's decision metrics."""
+
+    EMPTY = "empty"
+    DRIFT = ""  # drift is not consolidation
+    MULTI = "multi"
+    SINGLE = "single"
+
+
+class Decision(enum.StrEnum):
+    DELETE = "delete"
+    REPLACE = "replace"
+
+
+@attrs.frozen(slots=True)
+class Command:
+    reason: DisruptionReason
+    consolidation_type: ConsolidationType
+    candidates: tuple[Candidate, ...]
+    replacements: tuple[NodeClaimPlan, ...] = ()
+
+    @property
+    def decision(self) -> Decision:
+        return Decision.REPLACE if self.replacements else Decision.DELETE
+
+    def describe(self) -> str:
+        names = ", ".join(c.name for c in self.candidates[:5])
+        if len(self.candidates) > 5:
+            names += f" and {len(self.candidates) - 5} more"
+        what = f"{self.decision} {len(self.candidates)} node(s) ({names})"
+        if self.replacements:
+            types = ", ".join(sorted({r.instance_type.name for r in self.replacements}))
+            what += f" with {len(self.replacements)} new node(s) ({types})"
+        return f"{what}: {self.reason}"
+
+
+@attrs.frozen(slots=True)
+class Outcome:
+    """A method's answer: a command, or none with the per-node reasons why not."""
+
+    command: Command | None = None
+    unconsolidatable: tuple[tuple[Candidate, str], ...] = ()
+
+
+NOTHING: Final = Outcome()

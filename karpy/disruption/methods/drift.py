@@ -1,0 +1,76 @@
+"""Drift, the second method (Karpenter's ``drift.go``): Drifted candidates, oldest drift
+first and empty ones before the others, one at a time within the ``Drifted`` budget:
+replaced by what the scheduler says their pods need (nothing, for an empty one), then
+deleted.
+
+Drift is *eventual* (`DisruptionClass.EVENTUAL`): it does not wait for arriving capacity,
+and a node blocked only by its pods is still its candidate when its NodeClaim has a
+``terminationGracePeriod``. A drifted node whose pods would find no place is reported
+(``DisruptionBlocked``) and the next one is tried.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from karpy.disruption.budgets import DisruptionReason
+from karpy.disruption.conditions import DRIFTED
+from karpy.disruption.methods.command import Command, ConsolidationType, Outcome
+from karpy.disruption.methods.method import DisruptionClass
+from karpy.lifecycle.conditions import is_true
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from karpy.disruption.candidates import Candidate
+    from karpy.disruption.simulation import Simulation, WhatIf
+
+__all__ = ["Drift", "drift_command"]
+
+
+def drift_command(
+    candidates: Sequence[Candidate],
+    budgets: dict[str, int],
+    simulate: Callable[[Sequence[Candidate]], Simulation],
+) -> Outcome:
+    """The first Drifted candidate (see the module docstring) whose pool's budget allows
+    one more disruption and whose pods would find a place, with its replacements."""
+    drifted = [c for c in candidates if is_true(c.claim, DRIFTED)]
+
+    def since(c: Candidate) -> tuple[bool, str, str]:
+        condition = c.claim.status.condition(DRIFTED)
+        stamp = condition.last_transition_time if condition is not None else None
+        return (not c.empty, stamp.isoformat() if stamp else "", c.name)
+
+    blocked: list[tuple[Candidate, str]] = []
+    for candidate in sorted(drifted, key=since):
+        if budgets.get(candidate.nodepool, 0) <= 0:
+            continue
+        simulation = simulate([candidate])
+        if not simulation.ok:
+            blocked.append((candidate, "; ".join(simulation.failures[:3])))
+            continue
+        replacements = simulation.new_nodeclaims
+        command = Command(DisruptionReason.DRIFTED, ConsolidationType.DRIFT, (candidate,),
+                          replacements)  # fmt: skip
+        return Outcome(command, tuple(blocked))
+    return Outcome(None, tuple(blocked))
+
+
+class Drift:
+    reason = DisruptionReason.DRIFTED
+    consolidation_type = ConsolidationType.DRIFT
+    disruption_class = DisruptionClass.EVENTUAL
+    simulates = True
+    refusal_event = "DisruptionBlocked"
+
+    def should_disrupt(self, candidate: Candidate) -> bool:
+        return is_true(candidate.claim, DRIFTED)
+
+    def should_run(self, what_if: WhatIf, budgets: Mapping[str, int]) -> bool:
+        return True
+
+    def compute_command(
+        self, candidates: Sequence[Candidate], budgets: dict[str, int], what_if: WhatIf
+    ) -> Outcome:
+        return drift_command(candidates, budgets, what_if)

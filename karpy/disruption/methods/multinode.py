@@ -1,0 +1,83 @@
+"""Multi-node consolidation, the third method (Karpenter's
+``multinodeconsolidation.go``): Consolidatable candidates of ``WhenEmptyOrUnderutilized``
+pools, cheapest to disrupt first, within the ``Underutilized`` budget (at most 100): a
+binary search for the longest prefix whose pods fit on the rest of the cluster plus at
+most one new node cheaper than them all.
+
+The search keeps no per-node reasons: a prefix that fails says nothing about any one
+node, so refusals are left to single-node consolidation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from karpy.disruption.budgets import DisruptionReason
+from karpy.disruption.methods.command import NOTHING, Command, ConsolidationType, Outcome
+from karpy.disruption.methods.consolidation import (
+    consolidate,
+    consolidation_candidates,
+    should_consolidate,
+)
+from karpy.disruption.methods.method import DisruptionClass
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from karpy.disruption.candidates import Candidate
+    from karpy.disruption.methods.consolidation import Consolidated
+    from karpy.disruption.simulation import Simulation, WhatIf
+
+__all__ = ["MAX_MULTI_NODE_CANDIDATES", "MultiNodeConsolidation", "multi_node_command"]
+
+MAX_MULTI_NODE_CANDIDATES: Final = 100
+
+
+def multi_node_command(
+    chosen: Sequence[Candidate],
+    simulate: Callable[[Sequence[Candidate]], Simulation],
+    *,
+    spot_to_spot: bool,
+) -> Outcome:
+    """The longest prefix (at least two) of ``chosen`` that one command can remove."""
+    chosen = list(chosen[:MAX_MULTI_NODE_CANDIDATES])
+    if len(chosen) < 2:
+        return NOTHING
+    low, high = 1, len(chosen) - 1
+    best: Command | None = None
+    while low <= high:
+        mid = (low + high) // 2
+        command, _ = consolidate(chosen[: mid + 1], simulate, spot_to_spot=spot_to_spot,
+                                 consolidation_type=ConsolidationType.MULTI)  # fmt: skip
+        if command is not None:
+            best, low = command, mid + 1
+        else:
+            high = mid - 1
+    return Outcome(best)
+
+
+class MultiNodeConsolidation:
+    reason = DisruptionReason.UNDERUTILIZED
+    consolidation_type = ConsolidationType.MULTI
+    disruption_class = DisruptionClass.GRACEFUL
+    simulates = True
+    refusal_event = ""
+
+    def __init__(self, consolidated: Consolidated, *, spot_to_spot: bool) -> None:
+        self.consolidated = consolidated
+        self.spot_to_spot = spot_to_spot
+
+    def should_disrupt(self, candidate: Candidate) -> bool:
+        return should_consolidate(candidate)
+
+    def should_run(self, what_if: WhatIf, budgets: Mapping[str, int]) -> bool:
+        return not self.consolidated.is_consolidated(what_if, budgets)
+
+    def compute_command(
+        self, candidates: Sequence[Candidate], budgets: dict[str, int], what_if: WhatIf
+    ) -> Outcome:
+        chosen = consolidation_candidates(candidates, budgets)
+        if not chosen:
+            self.consolidated.mark_consolidated(what_if, budgets)
+            return NOTHING
+        return multi_node_command(chosen, what_if, spot_to_spot=self.spot_to_spot)
