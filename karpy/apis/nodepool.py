@@ -25,6 +25,7 @@ from karpy.apis.core import (
     ObjectMeta,
     Taint,
 )
+from karpy.apis.disruption import ConsolidationPolicy, DisruptionReason
 from karpy.apis.duration import (
     BUDGET_DURATION_PATTERN,
     DURATION_PATTERN,
@@ -55,6 +56,7 @@ __all__ = [
 ]
 
 DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
+_POLICIES: Final = {policy.value: policy for policy in ConsolidationPolicy}
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -81,6 +83,11 @@ class Budget:
             duration_text=text,
         )
 
+    def applies_to(self, reason: DisruptionReason) -> bool:
+        """Does the budget limit disruptions for ``reason``? All reasons, when it names
+        none; a reason karpy does not know (the schema refuses it) limits none."""
+        return not self.reasons or reason in self.reasons
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"nodes": self.nodes}
         if self.schedule is not None:
@@ -94,7 +101,7 @@ class Budget:
 
 @attrs.frozen(slots=True, kw_only=True)
 class Disruption:
-    consolidation_policy: str = "WhenEmptyOrUnderutilized"
+    consolidation_policy: str = ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED.value  # as given
     consolidate_after: timedelta | None = timedelta(0)  # None = Never
     budgets: tuple[Budget, ...] = (Budget(),)
     consolidate_after_text: str | None = attrs.field(default=None, eq=False, repr=False)
@@ -112,6 +119,11 @@ class Disruption:
             ),
             consolidate_after_text=text,
         )
+
+    @property
+    def policy(self) -> ConsolidationPolicy | None:
+        """The consolidation policy; None for a text the schema refuses."""
+        return _POLICIES.get(self.consolidation_policy)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -8,6 +8,7 @@ from typing import Any
 
 from karpy.apis import labels, schema_common
 from karpy.apis.crd import CustomResource, PrinterColumn
+from karpy.apis.disruption import ConsolidationPolicy, DisruptionReason
 from karpy.apis.duration import (
     BUDGET_DURATION_PATTERN,
     DURATION_PATTERN,
@@ -25,8 +26,12 @@ from karpy.apis.openapi import (
 
 __all__ = ["BUDGET_REASONS", "CONSOLIDATION_POLICIES", "NODEPOOL", "NODEPOOL_SCHEMA"]
 
-CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
-BUDGET_REASONS = ("Underutilized", "Empty", "Drifted")
+CONSOLIDATION_POLICIES = tuple(policy.value for policy in ConsolidationPolicy)
+# in the CRD's order
+BUDGET_REASONS = tuple(
+    reason.value
+    for reason in (DisruptionReason.UNDERUTILIZED, DisruptionReason.EMPTY, DisruptionReason.DRIFTED)
+)
 _CRON_PATTERN = (
     r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
 )
@@ -96,7 +101,7 @@ _disruption = obj(
             "Which nodes consolidation may act on: only empty ones, or also underutilized "
             "ones (Balanced weighs savings against disruption).",
             enum=CONSOLIDATION_POLICIES,
-            default="WhenEmptyOrUnderutilized",
+            default=ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED.value,
         ),
     },
     required=("consolidateAfter",),

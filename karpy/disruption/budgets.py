@@ -20,7 +20,6 @@ terminating (Karpenter's count: an uninitialized replacement does not widen a pe
 
 from __future__ import annotations
 
-import enum
 import math
 import re
 from datetime import UTC, datetime, timedelta
@@ -32,12 +31,12 @@ from croniter import croniter
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from karpy.apis.disruption import DisruptionReason
     from karpy.apis.nodepool import Budget, NodePool
 
 __all__ = [
     "UNLIMITED",
     "BudgetVerdict",
-    "DisruptionReason",
     "allowed_by_budgets",
     "budget_is_active",
     "scaled_nodes",
@@ -45,14 +44,6 @@ __all__ = [
 
 UNLIMITED: Final = 2**31 - 1  # Karpenter's MaxInt32: no active budget applies
 _PERCENT = re.compile(r"^(100|[0-9]{1,2})%$")
-
-
-class DisruptionReason(enum.StrEnum):
-    """Why a node is voluntarily disrupted (the values budgets' ``reasons`` name)."""
-
-    EMPTY = "Empty"
-    UNDERUTILIZED = "Underutilized"
-    DRIFTED = "Drifted"
 
 
 def scaled_nodes(nodes: str, total: int) -> int:
@@ -126,4 +117,4 @@ def allowed_by_budgets(
 
 
 def _applying(budgets: Iterable[Budget], reason: DisruptionReason) -> Iterable[Budget]:
-    return (b for b in budgets if not b.reasons or reason in b.reasons)
+    return (b for b in budgets if b.applies_to(reason))

@@ -33,9 +33,10 @@ import time
 from typing import TYPE_CHECKING, Final
 
 from karpy.apis.conditions import ConditionUpdate
+from karpy.apis.disruption import DisruptionReason
 from karpy.apis.labels import ANNOTATION_REPLACEMENTS, LABEL_NODEPOOL
 from karpy.apis.nodeclaim import NodeClaim
-from karpy.disruption.budgets import BudgetVerdict, DisruptionReason, allowed_by_budgets
+from karpy.disruption.budgets import BudgetVerdict, allowed_by_budgets
 from karpy.disruption.candidates import find_candidates, is_disrupting
 from karpy.disruption.conditions import CONSOLIDATABLE, DRIFTED
 from karpy.disruption.events import UNCONSOLIDATABLE_DEDUPE, node_and_claim_events

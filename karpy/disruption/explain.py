@@ -14,13 +14,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from karpy.apis.disruption import ConsolidationPolicy, DisruptionReason
 from karpy.apis.labels import LABEL_NODEPOOL
-from karpy.disruption.budgets import DisruptionReason
 from karpy.disruption.candidates import find_candidates
 from karpy.disruption.conditions import CONSOLIDATABLE, DRIFTED
 from karpy.disruption.controller import budget_verdicts
 from karpy.disruption.methods.command import ConsolidationType
-from karpy.disruption.methods.consolidation import WHEN_EMPTY_OR_UNDERUTILIZED, consolidate
+from karpy.disruption.methods.consolidation import consolidate
 from karpy.disruption.orchestration import is_marked
 from karpy.disruption.simulation import simulate
 from karpy.lifecycle.conditions import DISRUPTION_REASON, INITIALIZED, is_true
@@ -165,7 +165,7 @@ def _methods(
     settings: Settings,
 ) -> list[str]:
     lines: list[str] = []
-    policy = candidate.pool.spec.disruption.consolidation_policy
+    disruption = candidate.pool.spec.disruption
     consolidatable = is_true(candidate.claim, CONSOLIDATABLE)
     if candidate.empty:
         what = "would be deleted" if consolidatable else "waits for consolidateAfter"
@@ -184,8 +184,10 @@ def _methods(
                      "Drifted budget")  # fmt: skip
     else:
         lines.append("  drift: not drifted")
-    if policy != WHEN_EMPTY_OR_UNDERUTILIZED:
-        lines.append(f"  consolidation: off (consolidationPolicy {policy})")
+    if disruption.policy is not ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED:
+        lines.append(
+            f"  consolidation: off (consolidationPolicy {disruption.consolidation_policy})"
+        )
         return lines
     if not consolidatable:
         lines.append("  consolidation: not yet (consolidateAfter)")

@@ -10,7 +10,9 @@ import pytest
 
 from karpy.apis import InvalidObject
 from karpy.apis.core import NodeClassReference, NodeSelectorRequirement, Taint
+from karpy.apis.disruption import ConsolidationPolicy, DisruptionReason
 from karpy.apis.nodepool import Budget, Disruption, NodePool
+from karpy.apis.nodepool_schema import BUDGET_REASONS, CONSOLIDATION_POLICIES
 from tests.apis.builders import DELETE, changed, nodepool, rendered
 
 TEMPLATE = "spec.template.spec"
@@ -106,6 +108,38 @@ def test_fields_read_as_the_scheduler_and_disruption_expect():
     assert spec.disruption.budgets[0].reasons == ("Drifted",)
     assert spec.disruption.budgets[0].schedule is None
     assert spec.disruption.budgets[0].duration is None
+
+
+def with_policy(policy: str) -> dict[str, Any]:
+    disruption = {"consolidateAfter": "0s", "consolidationPolicy": policy}
+    return changed(nodepool(), "spec.disruption", disruption)
+
+
+@pytest.mark.parametrize("policy", list(ConsolidationPolicy))
+def test_the_consolidation_policy_is_read_as_its_enum_and_printed_as_given(policy):
+    pool = parse(with_policy(str(policy)))
+    assert pool.spec.disruption.policy is policy
+    assert pool.to_dict()["spec"]["disruption"]["consolidationPolicy"] == str(policy)
+
+
+def test_a_policy_the_schema_refuses_is_kept_as_text_and_is_no_policy():
+    pool = parse(with_policy("Sometimes"))
+    assert pool.spec.disruption.policy is None
+    assert pool.to_dict()["spec"]["disruption"]["consolidationPolicy"] == "Sometimes"
+
+
+def test_a_budget_applies_to_the_reasons_it_names_or_all_when_it_names_none():
+    assert all(Budget().applies_to(reason) for reason in DisruptionReason)
+    drift_only = Budget(reasons=("Drifted",))
+    assert [r for r in DisruptionReason if drift_only.applies_to(r)] == [DisruptionReason.DRIFTED]
+    unknown = Budget(reasons=("Expired",))  # the schema refuses it; it limits nothing
+    assert not any(unknown.applies_to(reason) for reason in DisruptionReason)
+
+
+def test_the_crd_enums_are_the_enums_values_in_karpenters_order():
+    assert CONSOLIDATION_POLICIES == ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
+    assert BUDGET_REASONS == ("Underutilized", "Empty", "Drifted")
+    assert all(type(value) is str for value in CONSOLIDATION_POLICIES + BUDGET_REASONS)
 
 
 def test_status_is_read():

@@ -10,10 +10,10 @@ from croniter import croniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from karpy.apis.disruption import DisruptionReason
 from karpy.apis.nodepool import Budget, NodePool
 from karpy.disruption.budgets import (
     UNLIMITED,
-    DisruptionReason,
     allowed_by_budgets,
     budget_is_active,
     scaled_nodes,

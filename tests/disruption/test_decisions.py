@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from karpy.disruption.budgets import DisruptionReason
+from karpy.apis.disruption import DisruptionReason
 from karpy.disruption.methods.command import ConsolidationType, Decision
 from karpy.disruption.methods.consolidation import consolidate, consolidation_candidates
 from karpy.disruption.methods.drift import drift_command

@@ -7,11 +7,14 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from karpy.disruption.budgets import DisruptionReason
+import pytest
+
+from karpy.apis.disruption import DisruptionReason
 from karpy.disruption.candidates import Candidate
 from karpy.disruption.controller import Disruption
 from karpy.disruption.explain import state_from_objects
 from karpy.disruption.methods.command import NOTHING, Command, ConsolidationType, Outcome
+from karpy.disruption.methods.consolidation import should_consolidate
 from karpy.disruption.methods.drift import Drift
 from karpy.disruption.methods.emptiness import Emptiness
 from karpy.disruption.methods.method import DisruptionClass, Method
@@ -188,3 +191,16 @@ def test_while_capacity_arrives_only_eventual_methods_are_asked() -> None:
     # a pod nominated to "a" and not bound yet: capacity is arriving
     one_pass([POOL, *underused("a", "b")], methods, nominations=lambda _: {"ns/p": "a"})
     assert asked == [("eventual", ["b"], False)]
+
+
+@pytest.mark.parametrize(
+    ("policy", "consolidated"),
+    [("WhenEmptyOrUnderutilized", True), ("WhenEmpty", False), ("Balanced", False)],
+)
+def test_only_pools_that_consolidate_underused_nodes_give_consolidation_candidates(
+    policy: str, consolidated: bool
+) -> None:
+    world = World([nodepool(consolidationPolicy=policy), *underused("a")])
+    (candidate,) = world.candidates()
+    assert should_consolidate(candidate) is consolidated
+    assert Emptiness().should_disrupt(candidate) is False, "not empty"

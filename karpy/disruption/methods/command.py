@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 if TYPE_CHECKING:
-    from karpy.disruption.budgets import DisruptionReason
+    from karpy.apis.disruption import DisruptionReason
     from karpy.disruption.candidates import Candidate
     from karpy.scheduling.results import NodeClaimPlan
 

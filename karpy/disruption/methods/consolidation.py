@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from karpy.apis.disruption import ConsolidationPolicy, DisruptionReason
 from karpy.apis.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, LABEL_CAPACITY_TYPE
-from karpy.disruption.budgets import DisruptionReason
 from karpy.disruption.conditions import CONSOLIDATABLE
 from karpy.disruption.methods.command import Command, ConsolidationType
 from karpy.lifecycle.conditions import is_true
@@ -43,7 +43,6 @@ __all__ = [
     "CONSOLIDATED_FOR",
     "CONSOLIDATION_INPUTS",
     "MIN_SPOT_TO_SPOT_OPTIONS",
-    "WHEN_EMPTY_OR_UNDERUTILIZED",
     "Consolidated",
     "can_consolidate",
     "cheaper_replacement",
@@ -54,7 +53,6 @@ __all__ = [
 ]
 
 MIN_SPOT_TO_SPOT_OPTIONS: Final = 15
-WHEN_EMPTY_OR_UNDERUTILIZED: Final = "WhenEmptyOrUnderutilized"
 # Seconds a "nothing to consolidate" answer is trusted while nothing it depends on changed.
 CONSOLIDATED_FOR: Final = 1800.0
 # The kinds of objects a consolidation answer depends on.
@@ -82,7 +80,7 @@ def should_consolidate(candidate: Candidate) -> bool:
     """Is ``candidate`` one consolidation may take (budgets aside): its pool consolidates
     underused nodes, it is Consolidatable, and its price is known?"""
     return (
-        candidate.pool.spec.disruption.consolidation_policy == WHEN_EMPTY_OR_UNDERUTILIZED
+        candidate.pool.spec.disruption.policy is ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED
         and can_consolidate(candidate)
         and candidate.price is not None
     )

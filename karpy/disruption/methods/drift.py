@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from karpy.disruption.budgets import DisruptionReason
+from karpy.apis.disruption import DisruptionReason
 from karpy.disruption.conditions import DRIFTED
 from karpy.disruption.methods.command import Command, ConsolidationType, Outcome
 from karpy.disruption.methods.method import DisruptionClass

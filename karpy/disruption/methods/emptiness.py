@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from karpy.disruption.budgets import DisruptionReason
+from karpy.apis.disruption import DisruptionReason
 from karpy.disruption.methods.command import NOTHING, Command, ConsolidationType, Outcome
 from karpy.disruption.methods.consolidation import can_consolidate, take_budget
 from karpy.disruption.methods.method import DisruptionClass

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from karpy.disruption.budgets import DisruptionReason
+    from karpy.apis.disruption import DisruptionReason
     from karpy.disruption.candidates import Candidate
     from karpy.disruption.methods.command import ConsolidationType, Outcome
     from karpy.disruption.simulation import WhatIf

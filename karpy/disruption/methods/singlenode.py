@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Final
 
-from karpy.disruption.budgets import DisruptionReason
+from karpy.apis.disruption import DisruptionReason
 from karpy.disruption.methods.command import NOTHING, ConsolidationType, Outcome
 from karpy.disruption.methods.consolidation import (
     consolidate,
