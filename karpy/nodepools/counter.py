@@ -1,11 +1,11 @@
 """NodePool counter: ``status.resources`` and ``status.nodes`` from cluster state.
 
 ``status.resources`` is the summed capacity of the pool's nodes (a registered node's own
-capacity, else its NodeClaim's) plus ``nodes``, their count; users read it with ``kubectl
-get nodepools -o wide`` and NodePool limits are judged against it. During a scale-up every
-launch changes it, so a pool is counted, and written, at most once every ``min_interval``
-seconds (the last change always lands: the controller looks again when the interval is
-over).
+capacity, else its NodeClaim's) plus ``nodes``, their count (`NodePoolUsage`); users read
+it with ``kubectl get nodepools -o wide`` and NodePool limits are judged against it.
+During a scale-up every launch changes it, so a pool is counted, and written, at most
+once every ``min_interval`` seconds (the last change always lands: the controller looks
+again when the interval is over).
 """
 
 from __future__ import annotations
@@ -13,31 +13,32 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from karpy.apis.labels import LABEL_NODEPOOL
-from karpy.apis.resources import format_resource_list
 from karpy.kube.resources import NODEPOOLS
 from karpy.reconcile import DONE, Result, requeue_after
+from karpy.scheduling.usage import NodePoolUsage
 from karpy.state import kinds
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
     from karpy.base.clock import Clock
     from karpy.kube.client import KubeClient
     from karpy.state.cluster import ClusterState, StateChange
     from karpy.state.snapshot import StateSnapshot
 
-__all__ = ["NodePoolCounter", "pool_resources"]
+__all__ = ["NodePoolCounter", "pool_usage"]
 
 MIN_INTERVAL: Final = 2.0  # seconds between two status writes of one pool
-ONE_NODE: Final = 1000  # "nodes" in milli-units
 
 
-def pool_resources(snapshot: StateSnapshot, pool: str) -> dict[str, int]:
-    """Summed capacity (milli-units) of the pool's nodes and in-flight NodeClaims, with
-    ``nodes`` counting them."""
-    totals: dict[str, int] = {}
+def pool_usage(snapshot: StateSnapshot, pool: str) -> NodePoolUsage:
+    """The pool's nodes and in-flight NodeClaims: their summed capacity, and how many."""
+    return NodePoolUsage.of_nodes(_capacities(snapshot, pool))
+
+
+def _capacities(snapshot: StateSnapshot, pool: str) -> Iterable[Mapping[str, int]]:
+    """The capacity of each of the pool's nodes and in-flight NodeClaims."""
     seen_nodes: set[str] = set()
-    count = 0
     for claim in snapshot.nodeclaims_of(pool):
         node = snapshot.node_for_claim(claim.name)
         capacity = claim.status.capacity
@@ -45,9 +46,7 @@ def pool_resources(snapshot: StateSnapshot, pool: str) -> dict[str, int]:
             seen_nodes.add(node.name)
             if node.node.capacity:
                 capacity = node.node.capacity
-        for name, value in capacity.items():
-            totals[name] = totals.get(name, 0) + value
-        count += 1
+        yield capacity
     for info in snapshot.nodes.values():  # nodes of the pool with no NodeClaim (adopted)
         labels = info.node.labels
         if (
@@ -55,11 +54,7 @@ def pool_resources(snapshot: StateSnapshot, pool: str) -> dict[str, int]:
             and info.name not in seen_nodes
             and snapshot.claim_for_node(info.name) is None
         ):
-            for name, value in info.node.capacity.items():
-                totals[name] = totals.get(name, 0) + value
-            count += 1
-    totals["nodes"] = count * ONE_NODE
-    return totals
+            yield info.node.capacity
 
 
 class NodePoolCounter:
@@ -106,10 +101,9 @@ class NodePoolCounter:
         if wait > 0:
             return requeue_after(wait)
         self._counted[key] = self.clock.monotonic()
-        resources = pool_resources(snapshot, key)
-        nodes = resources["nodes"] // ONE_NODE
-        if dict(pool.status.resources) == resources and pool.status.nodes == nodes:
+        usage = pool_usage(snapshot, key)
+        status = pool.status
+        if dict(status.resources) == usage.resource_list() and status.nodes == usage.nodes:
             return DONE
-        patch = {"status": {"resources": format_resource_list(resources), "nodes": nodes}}
-        await self.client.patch_status(NODEPOOLS, key, patch)
+        await self.client.patch_status(NODEPOOLS, key, {"status": usage.status()})
         return DONE

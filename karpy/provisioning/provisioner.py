@@ -51,11 +51,12 @@ from karpy.provisioning.outcomes import NominationOutcomes
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.scheduling.resources import fits as resource_fits
 from karpy.scheduling.solver import Scheduler
+from karpy.scheduling.usage import NodePoolUsage
 from karpy.scheduling.validation import AVOIDS_KARPENTER
 from karpy.state import kinds
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Iterable, Sequence
+    from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
     from karpy.base.clock import Clock
     from karpy.cloud.provider import CloudProvider
@@ -307,13 +308,13 @@ class Provisioner:
         plan: NodeClaimPlan,
         snapshot: StateSnapshot,
         compiled: CompiledContext,
-        usage: dict[str, dict[str, int]],
+        usage: dict[str, NodePoolUsage],
     ) -> bool:
         nodepool = snapshot.nodepools.get(plan.nodepool)
         template = compiled.context.templates.get(plan.nodepool)
         if nodepool is None or template is None:
             return False
-        exceeded = _exceeded(nodepool.spec.limits, usage.get(plan.nodepool, {}))
+        exceeded = _exceeded(nodepool.spec.limits, usage.get(plan.nodepool, NodePoolUsage()))
         if exceeded:
             self._limit_reached(plan, exceeded)
             return False
@@ -340,14 +341,12 @@ class Provisioner:
         return False
 
     def _created_claim(
-        self, plan: NodeClaimPlan, claim: NodeClaim, usage: dict[str, dict[str, int]]
+        self, plan: NodeClaimPlan, claim: NodeClaim, usage: dict[str, NodePoolUsage]
     ) -> None:
         if claim.name not in self.state.snapshot().nodeclaims:  # else the informer was first
             self._created[claim.name] = (claim, self.clock.monotonic())
-        pool_usage = usage.setdefault(plan.nodepool, {})
-        for resource, value in plan.instance_type.capacity.items():
-            pool_usage[resource] = pool_usage.get(resource, 0) + value
-        pool_usage["nodes"] = pool_usage.get("nodes", 0) + 1000
+        pool_usage = usage.get(plan.nodepool, NodePoolUsage())
+        usage[plan.nodepool] = pool_usage.plus_node(plan.instance_type.capacity)
         options = [it.name for it, _ in plan.instance_type_options()]
         shown = ", ".join(options[:_INSTANCE_TYPES_SHOWN])
         if len(options) > _INSTANCE_TYPES_SHOWN:
@@ -472,27 +471,25 @@ def _any_deleting(snapshot: StateSnapshot) -> bool:
 
 def _pool_usage(
     snapshot: StateSnapshot, created: dict[str, tuple[NodeClaim, float]]
-) -> dict[str, dict[str, int]]:
-    """Per NodePool, the capacity its NodeClaims have or (not launched yet) were sized
-    for, in milli-units, with ``nodes`` counted too."""
-    usage: dict[str, dict[str, int]] = {}
+) -> dict[str, NodePoolUsage]:
+    """Per NodePool, its NodeClaims: the capacity they have or (not launched yet) were
+    sized for, and how many they are."""
+    capacities: dict[str, list[Mapping[str, int]]] = {}
     claims = list(snapshot.nodeclaims.values())
     claims += [c for name, (c, _) in created.items() if name not in snapshot.nodeclaims]
     for claim in claims:
         if claim.metadata.deletion_timestamp is not None:
             continue
         pool = claim.metadata.labels.get("karpenter.sh/nodepool", "")
-        totals = usage.setdefault(pool, {})
-        for resource, value in (claim.status.capacity or claim.spec.resources.requests).items():
-            totals[resource] = totals.get(resource, 0) + value
-        totals["nodes"] = totals.get("nodes", 0) + 1000
-    return usage
+        capacity = claim.status.capacity or claim.spec.resources.requests
+        capacities.setdefault(pool, []).append(capacity)
+    return {pool: NodePoolUsage.of_nodes(each) for pool, each in capacities.items()}
 
 
-def _exceeded(limits: dict[str, int] | Any, usage: dict[str, int]) -> str:
+def _exceeded(limits: dict[str, int] | Any, usage: NodePoolUsage) -> str:
     """Which limit ``usage`` already exceeds (Karpenter's ``ExceededBy``), or ""."""
     for resource, limit in sorted(limits.items()):
-        used = usage.get(resource, 0)
+        used = usage.amount(resource)
         if used > limit:
             return f"{resource} {_quantity(resource, used)} > {_quantity(resource, limit)}"
     return ""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from karpy.base.quantity import format_resource
 from karpy.scheduling.resources import NODES, ONE, ResourceList
+from karpy.scheduling.usage import NodePoolUsage
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -33,23 +34,21 @@ class PoolLimits:
     def __init__(self, context: SchedulingContext, capacity: Iterable[ClusterNode]) -> None:
         self._context = context
         self._cache: dict[str, tuple[tuple[tuple[str, int], ...], int]] = {}
-        used: dict[str, ResourceList] = {}
+        capacities: dict[str, list[ResourceList]] = {}
         for node in capacity:
             if node.marked_for_deletion:
                 continue
             pool = node.nodepool
             if pool not in context.templates:
                 continue
-            totals = used.setdefault(pool, {})
-            for name, value in node.capacity.items():
-                totals[name] = totals.get(name, 0) + value
+            capacities.setdefault(pool, []).append(node.capacity)
         self.remaining: dict[str, ResourceList] = {}
         for name, template in context.templates.items():
             if not template.limits:
                 continue
-            counted = used.get(name, {})
+            counted = NodePoolUsage.of_nodes(capacities.get(name, ()))
             self.remaining[name] = {
-                resource: limit - max(counted.get(resource, 0), template.usage.get(resource, 0))
+                resource: limit - max(counted.amount(resource), template.usage.amount(resource))
                 for resource, limit in template.limits.items()
             }
 

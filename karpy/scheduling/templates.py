@@ -24,6 +24,7 @@ from karpy.apis.labels import (
     nodeclass_label_key,
 )
 from karpy.scheduling.requirements import IN, Requirement, Requirements
+from karpy.scheduling.usage import NodePoolUsage
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -123,7 +124,7 @@ class NodeClaimTemplate:
     taints: tuple[Taint, ...]
     startup_taints: tuple[Taint, ...]
     limits: Mapping[str, int]
-    usage: Mapping[str, int]  # the pool's status.resources
+    usage: NodePoolUsage  # the pool's status.resources
     annotations: Mapping[str, str] = attrs.field(factory=dict)
     ready: bool = True
     deleting: bool = False
@@ -176,7 +177,7 @@ def compile_nodepool(nodepool: NodePoolLike) -> NodeClaimTemplate:
         taints=tuple(template.spec.taints),
         startup_taints=tuple(template.spec.startup_taints),
         limits=dict(spec.limits),
-        usage=dict(nodepool.status.resources),
+        usage=NodePoolUsage.from_resource_list(nodepool.status.resources),
         annotations=dict(template.metadata.annotations),
         ready=ready,
         deleting=nodepool.metadata.deletion_timestamp is not None,
