@@ -23,11 +23,12 @@ from karpy.apis.labels import (
     TAINT_DISRUPTED,
 )
 from karpy.base.quantity import parse_quantity
-from karpy.scheduling.resources import ONE, ResourceList
 from karpy.scheduling.taints import is_ephemeral_taint, taint_from_dict
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
+
+    from karpy.scheduling.resources import ResourceList
 
 __all__ = ["ClusterNode", "Node", "NodeClaimLike", "cluster_nodes", "node_from_dict"]
 
@@ -194,7 +195,7 @@ def _from_node(node: Node) -> ClusterNode:
         labels=node.labels,
         taints=node.taints,
         allocatable=node.allocatable,
-        capacity={**node.capacity, "nodes": ONE},
+        capacity=node.capacity,
         initialized=True,
         managed=False,
         marked_for_deletion=node.deleting or _disrupted(node.taints),
@@ -234,7 +235,7 @@ def _from_claim(claim: NodeClaimLike, node: Node | None) -> ClusterNode:
         labels=labels,
         taints=taints,
         allocatable=allocatable,
-        capacity={**capacity, "nodes": ONE},
+        capacity=capacity,
         initialized=initialized,
         managed=True,
         marked_for_deletion=deleting or _disrupted(raw_taints),

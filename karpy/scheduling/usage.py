@@ -32,14 +32,12 @@ class NodePoolUsage:
 
     @classmethod
     def of_nodes(cls, capacities: Iterable[Mapping[str, int]]) -> NodePoolUsage:
-        """The usage of nodes with these capacities, one node each (a ``nodes`` entry of
-        a capacity is that count, not a resource)."""
+        """The usage of nodes with these capacities, one node each."""
         totals: dict[str, int] = {}
         count = 0
         for capacity in capacities:
             for name, value in capacity.items():
-                if name != NODES:
-                    totals[name] = totals.get(name, 0) + value
+                totals[name] = totals.get(name, 0) + value
             count += 1
         return cls(totals, count)
 

@@ -25,7 +25,7 @@ def test_a_nodeclaim_without_a_node_is_in_flight_capacity() -> None:
     assert node.name == "nc-1"
     assert node.managed and not node.initialized and not node.has_node
     assert node.allocatable == {"cpu": 3000}
-    assert node.capacity == {"cpu": 4000, "nodes": 1000}
+    assert node.capacity == {"cpu": 4000}
     assert node.nodepool == "default"
 
 

@@ -17,11 +17,6 @@ def test_nodes_are_counted_one_each_and_their_capacities_summed() -> None:
     assert NodePoolUsage.of_nodes([]) == NodePoolUsage()
 
 
-def test_a_nodes_entry_in_a_capacity_is_the_count_not_a_resource() -> None:
-    usage = NodePoolUsage.of_nodes([{"cpu": 1000, "nodes": 1000}] * 3)
-    assert usage == NodePoolUsage({"cpu": 3000}, 3)
-
-
 def test_adding_a_node_or_a_usage_adds_capacity_and_count() -> None:
     one = NodePoolUsage({"cpu": 1000}, 1)
     assert one.plus_node({"cpu": 2000, "memory": GI}) == NodePoolUsage(
