@@ -1,6 +1,9 @@
 """`Disruption`: every 10 seconds (and at once after acting, or when a NodeClaim turns
 Consolidatable or Drifted, unless a pass found nothing less than 10 seconds ago), decide
-whether to disrupt something, and start doing it (Karpenter's ``disruption`` singleton).
+whether to disrupt something, and start doing it (Karpenter's ``disruption`` singleton;
+here a `karpy.reconcile.SingletonReconciler`: the periodic resync queues a pass every
+POLL seconds, a NodeClaim turning Consolidatable or Drifted queues one at once, and a
+pass asks for the next with ``requeue_after``).
 
 A pass takes a fresh snapshot, finds the candidates (`karpy.disruption.candidates`),
 and tries the methods in order (`karpy.disruption.methods`): emptiness, drift,
@@ -64,7 +67,7 @@ from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime
 
     from karpy.base.clock import Clock
@@ -79,11 +82,10 @@ if TYPE_CHECKING:
     from karpy.state.cluster import ClusterState, StateChange
     from karpy.state.snapshot import StateSnapshot
 
-__all__ = ["PASS", "Disruption"]
+__all__ = ["Disruption"]
 
 log = get_logger("disruption")
 
-PASS: Final = "pass"
 POLL: Final = 10.0  # seconds between passes (Karpenter's)
 VALIDATION_DELAY: Final = 15.0  # seconds (Karpenter's commandValidationDelay)
 # Seconds a pass that found nothing stands for later passes on the very same inputs (at
@@ -132,21 +134,21 @@ class Disruption:
         self._held_back = False  # the last pass left emptiness and consolidation for later
         self._pending: tuple[Command, float] | None = None  # awaiting validation, and when
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
+    def wants(self, change: StateChange) -> bool:
         new, old = change.new, change.old
         if new is None:
-            return ()
-        for type_ in (CONSOLIDATABLE, DRIFTED):
-            if is_true(new, type_) and (old is None or not is_true(old, type_)):
-                return (PASS,)
-        return ()
+            return False
+        return any(
+            is_true(new, type_) and (old is None or not is_true(old, type_))
+            for type_ in (CONSOLIDATABLE, DRIFTED)
+        )
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return (PASS,)
+    def due(self, snapshot: StateSnapshot) -> bool:
+        return True  # every resync (POLL) is a pass
 
     # --- one pass ------------------------------------------------------------------------
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self) -> Result:
         if not self.state.synced():
             return requeue_after(1.0)
         if self._pending is not None:

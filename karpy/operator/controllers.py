@@ -1,7 +1,8 @@
 """The controllers a leading `karpy controller` runs, built in one place.
 
-Every one is a `karpy.reconcile.Controller` around a reconciler, except the batcher
-(which times provisioning windows) and the event recorder (which sends Events, made by
+Every one is a `karpy.reconcile.Controller` around a reconciler (provisioning and
+disruption around a keyless `karpy.reconcile.Singleton`, provisioning fed by a
+`karpy.reconcile.BatchingSource`), except the event recorder (which sends Events, made by
 the wiring because informers publish to it too); all are *writers*, started when this
 process wins the lease, once cluster state has been relisted since
 (`karpy.operator.freshness`), and stopped when it loses it.
@@ -9,7 +10,7 @@ process wins the lease, once cluster state has been relisted since
 =======================  =========================================  ======  =======
 controller               reconciler                                 workers resync
 =======================  =========================================  ======  =======
-provisioner              `Provisioner` (+ `Batcher`)                1       10 s
+provisioner              `Provisioner` (+ batching windows)         1       10 s
 nodeclaim.lifecycle      `NodeClaimLifecycle`                       64      5 min
 node.termination         `NodeTermination`                          32      1 min
 nodeclaim.garbagecoll.   `GarbageCollection`                        1       2 min
@@ -29,7 +30,8 @@ plus the cloud provider's own controllers (`CloudProvider.controllers`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from karpy.disruption.conditions import NodeClaimDisruptionConditions
 from karpy.disruption.controller import POLL as DISRUPTION_POLL
@@ -46,9 +48,8 @@ from karpy.lifecycle.termination import termination_controllers
 from karpy.nodepools.counter import NodePoolCounter
 from karpy.nodepools.hash import NodePoolHash
 from karpy.nodepools.readiness import NodePoolReadiness
-from karpy.provisioning.batcher import Batcher
-from karpy.provisioning.provisioner import ROUND, Provisioner
-from karpy.reconcile import Controller
+from karpy.provisioning.provisioner import Provisioner
+from karpy.reconcile import UNIT, BatchingSource, Controller, Singleton
 
 if TYPE_CHECKING:
     from karpy.base.clock import Clock
@@ -58,7 +59,8 @@ if TYPE_CHECKING:
     from karpy.kube.client import KubeClient
     from karpy.kube.events import EventRecorder
     from karpy.observability.metrics import Metrics
-    from karpy.operator.wiring import RuntimeTimings
+    from karpy.operator.timings import RuntimeTimings
+    from karpy.reconcile import Reconciler
     from karpy.settings import Settings
     from karpy.state.cluster import ClusterState
 
@@ -68,6 +70,8 @@ LIFECYCLE_WORKERS: Final = 64
 TERMINATION_WORKERS: Final = 32
 PENDING_RESYNC: Final = 10.0  # Karpenter requeues pending pods every 10 s
 SLOW_RESYNC: Final = 300.0
+
+K = TypeVar("K", bound=Hashable)
 
 
 def build_controllers(
@@ -85,23 +89,27 @@ def build_controllers(
     karpenter = metrics.karpenter
     cm = metrics.controllers
 
-    def controller(reconciler: object, **kw: object) -> Controller:
-        return Controller(reconciler, state, clock=clock, metrics=cm, **kw)  # type: ignore[arg-type]
+    def controller(
+        reconciler: Reconciler[K], *, workers: int = 1, resync: float,
+        base_delay: float = 0.05, max_delay: float = 300.0,
+    ) -> Controller[K]:  # fmt: skip
+        return Controller(reconciler, state, workers=workers, resync=resync, clock=clock,
+                          metrics=cm, base_delay=base_delay, max_delay=max_delay)  # fmt: skip
 
-    batcher = Batcher(
-        settings.batch_idle_duration / 1e9,
-        settings.batch_max_duration / 1e9,
-        lambda: provisioning.enqueue(ROUND),
-        clock=clock,
-    )
     provisioner = Provisioner(state, client, provider, recorder, settings,
-                              trigger=batcher.trigger, unavailable=unavailable,
-                              metrics=karpenter, clock=clock)  # fmt: skip
-    provisioning = controller(provisioner, resync=PENDING_RESYNC)
+                              unavailable=unavailable, metrics=karpenter, clock=clock)  # fmt: skip
+    # NodeClaims a round created stand in for themselves until the informer reports them.
+    state.subscribe(provisioner.claims_informed)
+    batching = BatchingSource(
+        UNIT, state, Provisioner.batch_watches, provisioner.batch_items,
+        idle=settings.batch_idle_duration / 1e9, maximum=settings.batch_max_duration / 1e9,
+        clock=clock,
+    )  # fmt: skip
+    provisioning = Controller(Singleton(provisioner), state, resync=PENDING_RESYNC,
+                              sources=[batching], clock=clock, metrics=cm)  # fmt: skip
     lifecycle = Lifecycle(state, client, provider, recorder, unavailable, clock, karpenter)
     components: list[Component] = [
         recorder,
-        batcher,
         provisioning,
         controller(NodeClaimLifecycle(lifecycle), workers=LIFECYCLE_WORKERS, resync=SLOW_RESYNC,
                    base_delay=1.0, max_delay=60.0),  # Karpenter's launch backoff: 1 s .. 1 min
@@ -116,9 +124,10 @@ def build_controllers(
                    workers=4, resync=SLOW_RESYNC),
         controller(Expiration(state, client, clock=clock, metrics=karpenter), workers=4,
                    resync=SLOW_RESYNC),
-        controller(Disruption(state, client, recorder, settings, contexts=provisioner.contexts,
-                              nominations=provisioner.live_nominations, clock=clock,
-                              metrics=karpenter), resync=DISRUPTION_POLL),
+        controller(Singleton(Disruption(state, client, recorder, settings,
+                                        contexts=provisioner.contexts,
+                                        nominations=provisioner.live_nominations, clock=clock,
+                                        metrics=karpenter)), resync=DISRUPTION_POLL),
         controller(DisruptionQueue(state, client, recorder, clock=clock, metrics=karpenter),
                    workers=4, resync=30.0),
     ]  # fmt: skip

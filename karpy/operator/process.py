@@ -175,7 +175,8 @@ async def controller(
 ) -> int:
     """Wire the runtime for ``settings`` and serve until a signal; the exit status."""
     # Imported here so a bad setting is reported without loading the Kubernetes client.
-    from karpy.operator.wiring import Runtime, RuntimeTimings  # noqa: PLC0415
+    from karpy.operator.timings import RuntimeTimings  # noqa: PLC0415
+    from karpy.operator.wiring import Runtime  # noqa: PLC0415
 
     settings_module.apply_to_process(settings)  # thread pool from CPU_REQUESTS; warnings
     timings = RuntimeTimings(**(timing_overrides or {}))

@@ -30,8 +30,6 @@ import contextlib
 import copy
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.base.component import After
 from karpy.cloud.factory import (
@@ -56,6 +54,7 @@ from karpy.observability.server import HTTPServers
 from karpy.operator.coexistence import KarpenterWatch, event_target
 from karpy.operator.controllers import build_controllers
 from karpy.operator.freshness import FreshState, after_fresh_state
+from karpy.operator.timings import DEFAULT_TIMINGS, RuntimeTimings
 from karpy.state.cluster import ClusterState
 from karpy.state.metrics import PodStartupObserver, StateMetrics
 from karpy.state.watched import watched
@@ -66,19 +65,7 @@ if TYPE_CHECKING:
     from karpy.base.component import Component
     from karpy.settings import Settings
 
-__all__ = ["Runtime", "RuntimeTimings"]
-
-
-@attrs.frozen(slots=True)
-class RuntimeTimings:
-    """Seconds; Karpenter's (controller-runtime's) defaults. Tests shorten them through
-    hidden flags (``--leader-election-lease-duration`` and friends)."""
-
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    lease_gc_grace: float = 300.0
-    lease_gc_period: float = 60.0
+__all__ = ["Runtime"]
 
 
 class Runtime:
@@ -189,7 +176,7 @@ class Runtime:
 
     @classmethod
     async def create(cls, settings: Settings, *, env: Mapping[str, str],
-                     timings: RuntimeTimings = RuntimeTimings()) -> Runtime:  # fmt: skip
+                     timings: RuntimeTimings = DEFAULT_TIMINGS) -> Runtime:  # fmt: skip
         configuration = await load_configuration(settings.kubeconfig, env)
         check_provider(settings, env)  # before any connection is opened
         return cls(settings, configuration, env=env, timings=timings)

@@ -1,7 +1,8 @@
 """`Provisioner`: one scheduling round per closed batch window, and the NodeClaims it
 decides on.
 
-A round (`Provisioner.reconcile`) runs only on a synced cluster state, one at a time:
+A round (`Provisioner.reconcile`) runs only on a synced cluster state, one at a time (it
+is a `karpy.reconcile.SingletonReconciler`):
 
 1. take a snapshot; drop nominations that ended and count how (`NominationOutcomes`);
 2. compile or reuse the scheduling context (`ContextCache`);
@@ -19,12 +20,18 @@ A round (`Provisioner.reconcile`) runs only on a synced cluster state, one at a 
 6. if the time bound cut the round short, go again at once: what was decided has been
    created, the next round continues with the rest.
 
-It is a `karpy.reconcile` reconciler with one key: pod and node changes do not queue it
-directly but trigger the `Batcher` (``keys_for``), whose closing window queues the round,
-and the periodic resync (every ``resync`` seconds, 10 by default as Karpenter requeues
-pending pods) queues one while pods are pending or nominations are held, so a pod whose
-nomination lapsed or whose NodeClaim failed is looked at again without any new event, and
-the nominations of pods bound since end (and are counted) even when nothing is pending.
+Pod, node and NodeClaim changes do not queue a round directly: `batch_items` names the
+items a change brings (a pod needing a home, capacity that will not come), and a
+`karpy.reconcile.BatchingSource` gathers them into a window whose close queues the round.
+The periodic resync (every ``resync`` seconds, 10 by default as Karpenter requeues
+pending pods) queues one while pods are pending or nominations are held (`due`), so a pod
+whose nomination lapsed or whose NodeClaim failed is looked at again without any new
+event, and the nominations of pods bound since end (and are counted) even when nothing is
+pending.
+
+NodeClaims a round created stand in for themselves until the informer reports them
+(`claims_informed`, subscribed to cluster state by the wiring): till then the next round
+counts them as capacity on its way, and against their NodePool's limits.
 """
 
 from __future__ import annotations
@@ -75,7 +82,6 @@ __all__ = ["Provisioner"]
 
 log = get_logger("provisioner")
 
-ROUND: Final = "round"
 CREATE_CONCURRENCY: Final = 64
 CREATE_PRIORITY: Final = 10
 FAILED_SCHEDULING_DEDUPE: Final = 300.0  # seconds
@@ -87,7 +93,10 @@ class Provisioner:
     """The reconciler (see the module docstring)."""
 
     name = "provisioner"
-    watches = frozenset({kinds.POD, kinds.NODE, kinds.NODECLAIM})
+    # State changes reach a round through the batching window (`batch_items`), not
+    # directly: the singleton itself watches nothing.
+    watches: frozenset[str] = frozenset()
+    batch_watches = frozenset({kinds.POD, kinds.NODE, kinds.NODECLAIM})
 
     def __init__(
         self,
@@ -97,7 +106,6 @@ class Provisioner:
         recorder: EventRecorder,
         settings: Settings,
         *,
-        trigger: Callable[[Hashable], bool],
         unavailable: UnavailableOfferings,
         metrics: KarpenterMetrics | None = None,
         clock: Clock,
@@ -108,7 +116,6 @@ class Provisioner:
         self.provider = provider
         self.recorder = recorder
         self.settings = settings
-        self.trigger = trigger
         self.metrics = metrics
         self.clock = clock
         self.nominations = nominations or Nominations(
@@ -128,11 +135,11 @@ class Provisioner:
 
     # --- what queues a round ---------------------------------------------------------------
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
+    def batch_items(self, change: StateChange) -> Iterable[Hashable]:
+        """The items ``change`` brings to the batching window (none when it calls for no
+        round); only reads."""
         new = change.new
         if change.kind == kinds.NODECLAIM:
-            # The informer has it now (or saw it go): it no longer needs standing in for.
-            self._created.pop(change.key, None)
             # Capacity that was promised and will not come (a launch refused, a NodeClaim
             # deleted): its pods need another home now, not at the next resync.
             ending = new is None or (
@@ -140,20 +147,30 @@ class Provisioner:
                 and (change.old is None or change.old.metadata.deletion_timestamp is None)
             )
             if ending and self.state.snapshot().pending:
-                self.trigger(f"nodeclaim/{change.key}")
+                return (f"nodeclaim/{change.key}",)
             return ()
         if new is None:
             return ()
         if change.kind == kinds.POD:
             if new.provisionable:
-                self.trigger(new.pod.uid or change.key)
-            elif self._bound_elsewhere(change):
+                return (new.pod.uid or change.key,)
+            if self._bound_elsewhere(change):
                 # kube-scheduler put it on a node planned for other pods, which may not
                 # fit there now: look again soon rather than at the next resync.
-                self.trigger(f"displaced/{new.pod.node_name}")
+                return (f"displaced/{new.pod.node_name}",)
         elif _disrupted(new) and (change.old is None or not _disrupted(change.old)):
-            self.trigger(f"node/{change.key}")  # its pods will need a home
+            return (f"node/{change.key}",)  # its pods will need a home
         return ()
+
+    def claims_informed(self, changes: Sequence[StateChange]) -> None:
+        """Forget the NodeClaims created here that the informer has now reported (added,
+        or already gone): they no longer need standing in for."""
+        for change in changes:
+            if change.kind == kinds.NODECLAIM:
+                self._created.pop(change.key, None)
+
+    def wants(self, change: StateChange) -> bool:
+        return False  # see `watches`
 
     def _bound_elsewhere(self, change: StateChange) -> bool:
         """Was a nominated pod just bound to a node other than its target's?"""
@@ -166,15 +183,15 @@ class Provisioner:
         target = nomination.target
         return node not in (target, self.state.snapshot().node_of_claim.get(target))
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
+    def due(self, snapshot: StateSnapshot) -> bool:
         # While nominations are held a round runs too, if only to end them: the last
         # pods of a scale-up are bound when nothing is pending any more, and their
         # outcomes would otherwise go uncounted (and their nominations kept) until then.
-        return (ROUND,) if snapshot.pending or len(self.nominations) else ()
+        return bool(snapshot.pending) or len(self.nominations) > 0
 
     # --- the round -----------------------------------------------------------------------
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self) -> Result:
         if not self.state.synced():
             return requeue_after(_NOT_SYNCED_RETRY)
         started = time.perf_counter()

@@ -7,7 +7,9 @@ periodic resync), and how to bring one key's world to where it should be
 (`Reconciler.reconcile`), reading the current state snapshot rather than the change that
 woke it. That is what makes it *level-triggered*: a lost, duplicated or reordered event
 can delay an action until the next resync but never strands it, and a restarted process
-picks up where the API says things stand.
+picks up where the API says things stand. Each reconciler names its key type (``K``):
+a `NewType` over an object's name, a small record, or a singleton's one `Unit`
+(`karpy.reconcile.singleton`).
 
 The controller does the rest, as controller-runtime does:
 
@@ -16,13 +18,18 @@ The controller does the rest, as controller-runtime does:
 * waits until state is synced before the first reconcile (acting on a half-listed
   cluster would launch for pods already placed), then queues every key, and again every
   ``resync`` seconds (jittered by up to 10 %);
+* runs its *sources* (`karpy.reconcile.source`): feeders of work from outside the
+  informers (a batching window, a poll of a cloud API), started with the workers and
+  stopped with them;
 * runs ``workers`` reconciles concurrently, never two for one key (`WorkQueue`);
 * requeues a key after the reconciler's `Result.requeue_after`, or after a growing
   per-key backoff when it raised; a conflict (409) is routine and logged at debug;
 * exports ``controller_runtime_*`` and ``workqueue_*`` metrics.
 
 Controllers that change anything are *writers*: the leader elector runs them only while
-this process leads, so `run` starts from nothing each time leadership is won.
+this process leads, so `run` starts from nothing each time leadership is won. A clean
+stop lets the reconciles in flight finish; losing the lease (the run is cancelled) or a
+part failing stops everything at once.
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ import asyncio
 import contextlib
 import random
 import time
-from typing import TYPE_CHECKING, Final, Protocol
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Final, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -46,12 +54,15 @@ if TYPE_CHECKING:
 
     from karpy.base.clock import Clock
     from karpy.observability.controller_metrics import ControllerMetrics
+    from karpy.reconcile.source import Source
     from karpy.state.cluster import ClusterState, StateChange
     from karpy.state.snapshot import StateSnapshot
 
 __all__ = ["DONE", "Controller", "Reconciler", "Result", "requeue_after"]
 
 log = get_logger("controller")
+
+K = TypeVar("K", bound=Hashable)
 
 DEFAULT_RESYNC: Final = 300.0  # seconds
 _SYNC_POLL: Final = 0.1  # seconds between looks at whether state has synced
@@ -72,7 +83,7 @@ def requeue_after(seconds: float) -> Result:
     return Result(requeue_after=max(0.0, seconds))
 
 
-class Reconciler(Protocol):
+class Reconciler(Protocol[K]):
     """One controller's logic; see the module docstring."""
 
     @property
@@ -85,32 +96,36 @@ class Reconciler(Protocol):
         """The kinds (`karpy.state.kinds`) whose changes are passed to `keys_for`."""
         ...
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
-        """The keys ``change`` concerns (called on the event loop: keep it cheap)."""
+    def keys_for(self, change: StateChange) -> Iterable[K]:
+        """The keys ``change`` concerns (called on the event loop: keep it cheap, and free
+        of side effects)."""
         ...
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[K]:
         """Every key that exists now (the periodic resync queues them all)."""
         ...
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: K) -> Result:
         """Bring ``key`` to its desired state; raise to be retried with backoff."""
         ...
 
 
-class Controller:
+class Controller(Generic[K]):
     """Runs a `Reconciler` as a `karpy.base.component.Component` (see the module
     docstring). ``needs_sync=False`` lets a reconciler start before state has synced
-    (for controllers that only read kinds they check themselves)."""
+    (for controllers that only read kinds they check themselves); ``synced_kinds`` waits
+    for those kinds alone to have listed rather than for the whole state."""
 
     def __init__(
         self,
-        reconciler: Reconciler,
+        reconciler: Reconciler[K],
         state: ClusterState,
         *,
         workers: int = 1,
         resync: float | None = DEFAULT_RESYNC,
+        sources: Sequence[Source[K]] = (),
         needs_sync: bool = True,
+        synced_kinds: tuple[str, ...] | None = None,
         clock: Clock = SYSTEM_CLOCK,
         metrics: ControllerMetrics | None = None,
         base_delay: float = 0.05,
@@ -121,7 +136,9 @@ class Controller:
         self.state = state
         self.workers = max(1, workers)
         self.resync = resync
+        self.sources = tuple(sources)
         self.needs_sync = needs_sync
+        self.synced_kinds = synced_kinds
         self.clock = clock
         self.metrics = metrics
         self.base_delay = base_delay
@@ -129,22 +146,29 @@ class Controller:
         self.rng = rng or random.Random()
         self.queue = self._new_queue()
         self.started = asyncio.Event()  # set once the first resync has queued every key
+        self._workers: list[asyncio.Task[None]] = []  # reconciling: a clean stop awaits them
+        self._loops: list[asyncio.Task[None]] = []  # feeding the queue: cancelled on any stop
 
     @property
     def name(self) -> str:
         return self.reconciler.name
 
-    def _new_queue(self) -> WorkQueue:
+    def _new_queue(self) -> WorkQueue[K]:
         return WorkQueue(self.name, clock=self.clock, metrics=self.metrics,
                          base_delay=self.base_delay, max_delay=self.max_delay)  # fmt: skip
 
     # --- feeding the queue ---------------------------------------------------------------
 
-    def enqueue(self, key: str) -> None:
+    def add(self, key: K) -> None:
+        """Queue ``key`` now (what sources call: `karpy.reconcile.source.Feed`)."""
         self.queue.add(key)
 
-    def enqueue_after(self, key: str, delay: float) -> None:
+    def add_after(self, key: K, delay: float) -> None:
         self.queue.add_after(key, delay)
+
+    async def settled(self, keys: Iterable[K]) -> None:
+        """Wait until ``keys`` have been worked through (`WorkQueue.settled`)."""
+        await self.queue.settled(keys)
 
     def _on_changes(self, changes: Sequence[StateChange]) -> None:
         watches = self.reconciler.watches
@@ -170,7 +194,7 @@ class Controller:
         if self.metrics is not None:
             self.metrics.max_concurrent.labels(self.name).set(self.workers)
         unsubscribe = self.state.subscribe(self._on_changes)
-        tasks: list[asyncio.Task[None]] = []
+        self._workers, self._loops = [], []
         clean = False  # a stop asked for (let reconciles finish), not a loss or a failure
         try:
             if self.needs_sync and not await self._wait_for_sync(stop):
@@ -180,39 +204,47 @@ class Controller:
             self.started.set()
             log.debug("controller started", controller=self.name, keys=count,
                       workers=self.workers)  # fmt: skip
-            tasks = [asyncio.create_task(self.queue.run_delays(), name=f"{self.name}-delays")]
-            if self.resync:
-                tasks.append(asyncio.create_task(self._resync_loop(), name=f"{self.name}-resync"))
-            tasks += [
-                asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
-                for i in range(self.workers)
-            ]
+            self._start_loops()
+            self._workers = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
+                             for i in range(self.workers)]  # fmt: skip
             stopping = asyncio.create_task(stop.wait())
-            await asyncio.wait([stopping, *tasks], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([stopping, *self._loops, *self._workers],
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
             stopping.cancel()
-            for task in tasks:  # a worker or loop that ended early has failed: surface it
-                if task.done() and not task.cancelled() and task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
+            for task in [*self._loops, *self._workers]:  # one that ended early has failed
+                if task.done() and not task.cancelled():
+                    failure = task.exception()
+                    if failure is not None:
+                        raise failure
             clean = True
         finally:
             unsubscribe()
             self.queue.shutdown()
-            # Leadership lost or a part failed: stop at once, reconciles in flight included.
-            await (self._finish(tasks) if clean else _cancel(tasks))
+            await _cancel(self._loops)  # nothing new is queued once stopping
+            # A clean stop lets reconciles in flight end (the operator's grace bounds this);
+            # leadership lost or a part failed: stop at once, reconciles in flight included.
+            await (_finish(self._workers) if clean else _cancel(self._workers))
 
-    async def _finish(self, tasks: list[asyncio.Task[None]]) -> None:
-        """A clean stop: let reconciles in flight end (the operator's grace bounds this)."""
-        workers = [t for t in tasks if "-worker-" in t.get_name()]
-        await _cancel([t for t in tasks if t not in workers])
-        if workers:
-            await asyncio.wait(workers)
+    def _start_loops(self) -> None:
+        """The tasks that feed the queue: its delays, the resync and the sources."""
+        loops = [asyncio.create_task(self.queue.run_delays(), name=f"{self.name}-delays")]
+        if self.resync:
+            loops.append(asyncio.create_task(self._resync_loop(), name=f"{self.name}-resync"))
+        loops += [asyncio.create_task(source.run(self), name=f"{self.name}-{source.name}")
+                  for source in self.sources]  # fmt: skip
+        self._loops = loops
 
     async def _wait_for_sync(self, stop: asyncio.Event) -> bool:
-        while not self.state.synced():
+        while not self._synced():
             if stop.is_set():
                 return False
             await self.clock.sleep(_SYNC_POLL)
         return True
+
+    def _synced(self) -> bool:
+        if self.synced_kinds is None:
+            return self.state.synced()
+        return self.state.kind_synced(*self.synced_kinds)
 
     async def _resync_loop(self) -> None:
         assert self.resync is not None
@@ -231,7 +263,7 @@ class Controller:
             finally:
                 self.queue.done(key)
 
-    async def _reconcile(self, key: str) -> None:
+    async def _reconcile(self, key: K) -> None:
         metrics = self.metrics
         if metrics is not None:
             metrics.active_workers.labels(self.name).inc()
@@ -245,10 +277,10 @@ class Controller:
             outcome = "error"
             delay = self.queue.add_rate_limited(key)
             if isinstance(exc, Conflict):
-                log.debug("conflict; retrying", controller=self.name, key=key,
+                log.debug("conflict; retrying", controller=self.name, key=str(key),
                           retryIn=round(delay, 3))  # fmt: skip
             else:
-                log.warning("reconcile failed", controller=self.name, key=key,
+                log.warning("reconcile failed", controller=self.name, key=str(key),
                             error=describe_error(exc), retryIn=round(delay, 3),
                             exc_info=None if isinstance(exc, ExpectedError) else exc)  # fmt: skip
             if metrics is not None:
@@ -263,6 +295,13 @@ class Controller:
                 metrics.active_workers.labels(self.name).dec()
                 metrics.reconcile_time.labels(self.name).observe(time.perf_counter() - started)
                 metrics.reconcile_total.labels(self.name, outcome).inc()
+
+
+async def _finish(workers: Sequence[asyncio.Task[None]]) -> None:
+    """Wait for ``workers`` to end: the queue is shut down, so each returns once its
+    reconcile in flight (if any) has."""
+    if workers:
+        await asyncio.wait(workers)
 
 
 async def _cancel(tasks: Sequence[asyncio.Task[None]]) -> None:

@@ -13,6 +13,11 @@ its guarantees are what make level-triggered controllers safe:
   an exponential backoff that grows with each consecutive failure of that key (``base``
   doubling up to ``cap``) until `forget` resets it on success.
 
+A key is any hashable value: each controller names its own key type (a NodeClaim's name
+as a `NewType`, a received message as a record, a singleton's one `Unit`). `settled`
+lets a source that queued keys wait until they have been worked through, so a poller
+asks for more only once the last batch is done.
+
 Everything runs on one event loop; there are no locks. Delays are measured on the
 injected `Clock`, so tests drive them with a fake clock.
 """
@@ -23,11 +28,14 @@ import asyncio
 import collections
 import heapq
 import itertools
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from karpy.base.clock import SYSTEM_CLOCK
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from karpy.base.clock import Clock
     from karpy.observability.controller_metrics import ControllerMetrics
 
@@ -36,12 +44,14 @@ __all__ = ["QueueShutDown", "WorkQueue"]
 DEFAULT_BASE_DELAY: Final = 0.05  # seconds: first retry after a failure
 DEFAULT_MAX_DELAY: Final = 300.0  # seconds: backoff cap
 
+K = TypeVar("K", bound=Hashable)
+
 
 class QueueShutDown(Exception):
     """`get` on a queue that was shut down."""
 
 
-class WorkQueue:
+class WorkQueue(Generic[K]):
     def __init__(
         self,
         name: str,
@@ -56,21 +66,22 @@ class WorkQueue:
         self.metrics = metrics
         self.base_delay = base_delay
         self.max_delay = max_delay
-        self._ready: collections.deque[str] = collections.deque()
-        self._queued: dict[str, float] = {}  # key -> monotonic time it was queued
-        self._processing: dict[str, float] = {}  # key -> monotonic time processing began
-        self._dirty: set[str] = set()
-        self._delayed: list[tuple[float, int, str]] = []  # heap of (due, order, key)
-        self._due: dict[str, float] = {}  # key -> earliest pending due time
-        self._failures: dict[str, int] = {}
+        self._ready: collections.deque[K] = collections.deque()
+        self._queued: dict[K, float] = {}  # key -> monotonic time it was queued
+        self._processing: dict[K, float] = {}  # key -> monotonic time processing began
+        self._dirty: set[K] = set()
+        self._delayed: list[tuple[float, int, K]] = []  # heap of (due, order, key)
+        self._due: dict[K, float] = {}  # key -> earliest pending due time
+        self._failures: dict[K, int] = {}
         self._order = itertools.count()
         self._ready_event = asyncio.Event()
         self._delay_changed = asyncio.Event()
+        self._finished = asyncio.Event()  # set (and replaced) each time a key is done
         self._shut_down = False
 
     # --- adding -----------------------------------------------------------------------
 
-    def add(self, key: str) -> None:
+    def add(self, key: K) -> None:
         """Queue ``key`` now (no-op if queued; re-queued after `done` if processing)."""
         if self._shut_down:
             return
@@ -86,7 +97,7 @@ class WorkQueue:
         self._ready_event.set()
         self._report_depth()
 
-    def add_after(self, key: str, delay: float) -> None:
+    def add_after(self, key: K, delay: float) -> None:
         """Queue ``key`` once ``delay`` seconds have passed (at once if ``delay <= 0``)."""
         if self._shut_down:
             return
@@ -101,7 +112,7 @@ class WorkQueue:
         heapq.heappush(self._delayed, (due, next(self._order), key))
         self._delay_changed.set()
 
-    def add_rate_limited(self, key: str) -> float:
+    def add_rate_limited(self, key: K) -> float:
         """Queue ``key`` after its backoff; the delay chosen."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
@@ -111,16 +122,16 @@ class WorkQueue:
         self.add_after(key, delay)
         return delay
 
-    def forget(self, key: str) -> None:
+    def forget(self, key: K) -> None:
         """Reset the backoff of ``key`` (it succeeded)."""
         self._failures.pop(key, None)
 
-    def failures(self, key: str) -> int:
+    def failures(self, key: K) -> int:
         return self._failures.get(key, 0)
 
     # --- taking -----------------------------------------------------------------------
 
-    async def get(self) -> str:
+    async def get(self) -> K:
         """The next key to process; waits for one. Raises `QueueShutDown` once the queue
         is shut down (what is still queued is dropped: the next leader resyncs)."""
         while True:
@@ -139,7 +150,7 @@ class WorkQueue:
         self._report_depth()
         return key
 
-    def done(self, key: str) -> None:
+    def done(self, key: K) -> None:
         """Processing of ``key`` finished; queue it again if it was added meanwhile."""
         started = self._processing.pop(key, None)
         if started is not None and self.metrics is not None:
@@ -149,6 +160,22 @@ class WorkQueue:
         if key in self._dirty:
             self._dirty.discard(key)
             self.add(key)
+        self._wake_settled()
+
+    async def settled(self, keys: Iterable[K]) -> None:
+        """Wait until none of ``keys`` is queued or being processed (a key waiting out a
+        delay or a backoff counts as settled: its retry is the queue's business). Returns
+        at once when the queue is shut down."""
+        waiting = set(keys)
+        while not self._shut_down:
+            waiting = {k for k in waiting if k in self._queued or k in self._processing}
+            if not waiting:
+                return
+            await self._finished.wait()
+
+    def _wake_settled(self) -> None:
+        self._finished.set()
+        self._finished = asyncio.Event()
 
     # --- delays -----------------------------------------------------------------------
 
@@ -178,6 +205,7 @@ class WorkQueue:
         self._shut_down = True
         self._ready_event.set()
         self._delay_changed.set()
+        self._wake_settled()
 
     def __len__(self) -> int:
         return len(self._ready)
@@ -186,7 +214,7 @@ class WorkQueue:
     def pending_delays(self) -> int:
         return len(self._due)
 
-    def is_processing(self, key: str) -> bool:
+    def is_processing(self, key: K) -> bool:
         return key in self._processing
 
     def _report_depth(self) -> None:

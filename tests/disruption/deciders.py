@@ -46,7 +46,7 @@ class Decider:
     def events_of_a_pass(self) -> int:
         """Run one pass; how many Events it recorded."""
         before = len(self.recorder.events)
-        asyncio.run(self.disruption.reconcile("pass"))
+        asyncio.run(self.disruption.reconcile())
         return len(self.recorder.events) - before
 
 

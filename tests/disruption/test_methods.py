@@ -118,7 +118,7 @@ def one_pass(
                             contexts=Contexts(World(objects).compiled),  # type: ignore[arg-type]
                             nominations=nominations, clock=FakeClock(NOW),
                             methods=methods)  # fmt: skip
-    asyncio.run(disruption.reconcile("pass"))
+    asyncio.run(disruption.reconcile())
 
 
 def spied(asked: Asked) -> list[Method]:

@@ -199,7 +199,7 @@ def test_single_node_consolidation_runs_no_what_if_for_a_hopeless_candidate() ->
 
 def test_a_prefilter_refusal_is_reported_as_unconsolidatable() -> None:
     passes = decider([POOL, *full_cheap_nodes("a", "b")])
-    asyncio.run(passes.disruption.reconcile("pass"))
+    asyncio.run(passes.disruption.reconcile())
     messages = {(e.involved.kind, e.involved.name): e.message for e in passes.recorder.events
                 if e.reason == "Unconsolidatable"}  # fmt: skip
     why = ("1 of its pods fit on no other node and no cheaper on-demand instance type can "

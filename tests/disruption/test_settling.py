@@ -73,7 +73,7 @@ def test_it_never_waits_longer_than_its_bound_in_one_stretch():
 def _unconsolidatable(objects: list[dict[str, Any]], nominated: dict[str, str]) -> set[str]:
     """The nodes one disruption pass over ``objects`` reports Unconsolidatable."""
     passes = decider(objects, lambda _: nominated)
-    asyncio.run(passes.disruption.reconcile("pass"))
+    asyncio.run(passes.disruption.reconcile())
     return {e.involved.name for e in passes.recorder.events if e.reason == "Unconsolidatable"}
 
 
@@ -90,18 +90,18 @@ def test_a_pass_that_found_nothing_is_not_followed_by_another_within_the_poll():
     after a pass that found nothing the next waits for the poll period."""
     passes = decider([POOL, *full_cheap_nodes("a", "b")])
     recorder, clock, disruption = passes.recorder, passes.clock, passes.disruption
-    assert asyncio.run(disruption.reconcile("pass")) == DONE
+    assert asyncio.run(disruption.reconcile()) == DONE
     looked = len(recorder.events)
     assert looked > 0
     asyncio.run(clock.advance(3.0))
-    assert asyncio.run(disruption.reconcile("pass")) == requeue_after(POLL - 3.0)
+    assert asyncio.run(disruption.reconcile()) == requeue_after(POLL - 3.0)
     assert len(recorder.events) == looked
     asyncio.run(clock.advance(POLL))
-    assert asyncio.run(disruption.reconcile("pass")) == DONE  # a pass again
+    assert asyncio.run(disruption.reconcile()) == DONE  # a pass again
 
 
 def _first_pass(objects: list[dict[str, Any]]) -> Any:
-    return asyncio.run(decider(objects).disruption.reconcile("pass"))
+    return asyncio.run(decider(objects).disruption.reconcile())
 
 
 def test_an_empty_node_is_left_while_capacity_is_arriving():

@@ -16,7 +16,7 @@ from karpy.cloud.fake import NODE_CLASSES, FakeCloudProvider
 from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.nodepools.readiness import NodePoolReadiness
-from karpy.provisioning.provisioner import ROUND, Provisioner
+from karpy.provisioning.provisioner import Provisioner
 from karpy.settings import Settings
 from tests import factories as f
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
@@ -47,9 +47,9 @@ async def provision(world: World) -> None:
     provisioner = Provisioner(
         world.state, world.client, provider, world.recorder,
         Settings(cluster_name="test", cloud_provider="fake"),
-        trigger=lambda _: True, unavailable=unavailable, clock=SYSTEM_CLOCK,
+        unavailable=unavailable, clock=SYSTEM_CLOCK,
     )  # fmt: skip
-    await provisioner.reconcile(ROUND)
+    await provisioner.reconcile()
 
 
 @pytest.mark.parametrize("limit", HUGE)

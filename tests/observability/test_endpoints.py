@@ -16,7 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from karpy.observability.health import LoopWatchdog
 from karpy.operator import Operator
-from karpy.operator.wiring import Runtime, RuntimeTimings
+from karpy.operator.timings import RuntimeTimings
+from karpy.operator.wiring import Runtime
 from karpy.settings import Settings
 from tests import factories as f
 from tests.kube.helpers import eventually

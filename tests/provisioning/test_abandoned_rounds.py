@@ -16,7 +16,7 @@ from karpy.cloud.fake import FakeCloudProvider
 from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.provisioning.cancellable import solve_in_thread
-from karpy.provisioning.provisioner import CREATE_CONCURRENCY, ROUND, Provisioner
+from karpy.provisioning.provisioner import CREATE_CONCURRENCY, Provisioner
 from karpy.scheduling.solver import SolveCancelled
 from karpy.settings import Settings
 from tests import factories as f
@@ -47,7 +47,7 @@ async def provisioning(apiserver, pods: int) -> AsyncIterator[tuple[World, Provi
         provisioner = Provisioner(
             world.state, world.client, provider, world.recorder,
             Settings(cluster_name="test", cloud_provider="fake"),
-            trigger=lambda _: True, unavailable=unavailable,
+            unavailable=unavailable,
             metrics=world.metrics.karpenter, clock=SYSTEM_CLOCK,
         )  # fmt: skip
         yield world, provisioner
@@ -63,7 +63,7 @@ def rounds(world: World, outcome: str) -> float:
 @pytest.mark.timeout(120)
 async def test_a_round_cancelled_mid_solve_stops_the_solve_and_creates_nothing(apiserver):
     async with provisioning(apiserver, pods=3000) as (world, provisioner):
-        round_ = asyncio.create_task(provisioner.reconcile(ROUND))
+        round_ = asyncio.create_task(provisioner.reconcile())
         await eventually(lambda: provisioner.solving, within=30)
         round_.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -78,7 +78,7 @@ async def test_a_round_cancelled_mid_solve_stops_the_solve_and_creates_nothing(a
 
 async def test_a_round_left_alone_creates_its_nodeclaims(apiserver):
     async with provisioning(apiserver, pods=3) as (world, provisioner):
-        await provisioner.reconcile(ROUND)
+        await provisioner.reconcile()
         assert rounds(world, "abandoned") == 0
         assert len(apiserver.store.list("nodeclaims.karpenter.sh")) == 3
 
@@ -115,7 +115,7 @@ async def test_a_round_creating_many_nodeclaims_holds_a_bounded_number_of_tasks(
     async with provisioning(apiserver, pods=300) as (_, provisioner):
         apiserver.faults.delay("POST", "/apis/karpenter.sh/v1/nodeclaims", seconds=0.2,
                                count=None)  # fmt: skip
-        round_ = asyncio.create_task(provisioner.reconcile(ROUND))
+        round_ = asyncio.create_task(provisioner.reconcile())
         await eventually(lambda: bool(apiserver.store.list("nodeclaims.karpenter.sh")), 60)
         creating = [t for t in asyncio.all_tasks() if _creating(t)]
         round_.cancel()

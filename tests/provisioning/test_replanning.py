@@ -12,7 +12,7 @@ Ready) is played by writing to the API server emulator; time is a `FakeClock`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Hashable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import attrs
@@ -22,7 +22,7 @@ from karpy.cloud.fake import FakeCloudProvider
 from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.provisioning.nominations import Ended
-from karpy.provisioning.provisioner import ROUND, Provisioner
+from karpy.provisioning.provisioner import Provisioner
 from karpy.settings import Settings
 from karpy.state.cluster import StateChange
 from tests import factories as f
@@ -48,7 +48,7 @@ class Cluster:
 
     async def round(self) -> None:
         await self.world.settled()
-        await self.provisioner.reconcile(ROUND)
+        await self.provisioner.reconcile()
         await self.world.settled()
 
     def pending_pod(self, name: str, **options: Any) -> None:
@@ -120,25 +120,23 @@ async def cluster(apiserver) -> AsyncIterator[Cluster]:
         clock = FakeClock()
         triggered: list[str] = []
 
-        def trigger(key: Hashable) -> bool:
-            triggered.append(str(key))
-            return True
-
         unavailable = UnavailableOfferings()
         provider = FakeCloudProvider(embedded_catalog(), client=world.client, state=world.state,
                                      unavailable=unavailable)  # fmt: skip
         provisioner = Provisioner(
             world.state, world.client, provider, world.recorder,
             Settings(cluster_name="test", cloud_provider="fake"),
-            trigger=trigger, unavailable=unavailable,
+            unavailable=unavailable,
             metrics=world.metrics.karpenter, clock=clock,
         )  # fmt: skip
 
-        def keys_for(changes: Sequence[StateChange]) -> None:
+        def batch(changes: Sequence[StateChange]) -> None:
             for change in changes:
-                provisioner.keys_for(change)
+                if change.kind in provisioner.batch_watches:
+                    triggered.extend(str(item) for item in provisioner.batch_items(change))
 
-        world.state.subscribe(keys_for)
+        world.state.subscribe(provisioner.claims_informed)
+        world.state.subscribe(batch)
         yield Cluster(world, provisioner, clock, triggered)
 
 
@@ -257,11 +255,11 @@ async def test_nominations_of_the_last_pods_bound_are_ended_by_the_resync(apiser
         await c.world.settled()
         snapshot = c.world.state.snapshot()
         assert not snapshot.pending
-        assert list(c.provisioner.all_keys(snapshot)) == [ROUND], "a nomination is held"
+        assert c.provisioner.due(snapshot), "a nomination is held"
 
         await c.round()
         assert c.ended(Ended.BOUND_TO_TARGET) == 1
-        assert list(c.provisioner.all_keys(c.world.state.snapshot())) == []
+        assert not c.provisioner.due(c.world.state.snapshot())
 
 
 async def test_a_pod_its_anti_affinity_shuts_out_of_its_node_goes_to_room_left_at_once(apiserver):

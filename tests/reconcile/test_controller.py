@@ -72,7 +72,7 @@ def synced_state(*names: str) -> ClusterState:
 
 
 @contextlib.asynccontextmanager
-async def running(controller: Controller) -> AsyncIterator[asyncio.Event]:
+async def running(controller: Controller[str]) -> AsyncIterator[asyncio.Event]:
     stop = asyncio.Event()
     task = asyncio.create_task(controller.run(stop))
     try:

@@ -12,7 +12,7 @@ from karpy.reconcile.queue import QueueShutDown, WorkQueue
 from tests.kube.fakeclock import FakeClock
 
 
-async def take_all(queue: WorkQueue) -> list[str]:
+async def take_all(queue: WorkQueue[str]) -> list[str]:
     keys = []
     while len(queue):
         key = await queue.get()
@@ -22,7 +22,7 @@ async def take_all(queue: WorkQueue) -> list[str]:
 
 
 async def test_a_key_added_many_times_is_queued_once():
-    queue = WorkQueue("q")
+    queue = WorkQueue[str]("q")
     for _ in range(3):
         queue.add("a")
     queue.add("b")
@@ -30,7 +30,7 @@ async def test_a_key_added_many_times_is_queued_once():
 
 
 async def test_a_key_added_while_processing_comes_back_after_done():
-    queue = WorkQueue("q")
+    queue = WorkQueue[str]("q")
     queue.add("a")
     key = await queue.get()
     queue.add("a")
@@ -41,7 +41,7 @@ async def test_a_key_added_while_processing_comes_back_after_done():
 
 async def test_add_after_waits_for_the_clock_and_the_earliest_delay_wins():
     clock = FakeClock()
-    queue = WorkQueue("q", clock=clock)
+    queue = WorkQueue[str]("q", clock=clock)
     delays = asyncio.create_task(queue.run_delays())
     queue.add_after("a", 10)
     queue.add_after("a", 5)
@@ -58,7 +58,7 @@ async def test_add_after_waits_for_the_clock_and_the_earliest_delay_wins():
 
 
 async def test_backoff_doubles_per_failure_and_forget_resets_it():
-    queue = WorkQueue("q", base_delay=1.0, max_delay=5.0, clock=FakeClock())
+    queue = WorkQueue[str]("q", base_delay=1.0, max_delay=5.0, clock=FakeClock())
     assert [queue.add_rate_limited("a") for _ in range(5)] == [1.0, 2.0, 4.0, 5.0, 5.0]
     assert queue.failures("a") == 5
     queue.forget("a")
@@ -67,7 +67,7 @@ async def test_backoff_doubles_per_failure_and_forget_resets_it():
 
 
 async def test_shutdown_wakes_a_waiting_get():
-    queue = WorkQueue("q")
+    queue = WorkQueue[str]("q")
     waiter = asyncio.create_task(queue.get())
     await asyncio.sleep(0)
     queue.shutdown()
@@ -79,7 +79,7 @@ async def test_shutdown_wakes_a_waiting_get():
 
 async def test_metrics_count_adds_retries_and_depth():
     registry = CollectorRegistry()
-    queue = WorkQueue("lifecycle", metrics=ControllerMetrics(registry), clock=FakeClock())
+    queue = WorkQueue[str]("lifecycle", metrics=ControllerMetrics(registry), clock=FakeClock())
     queue.add("a")
     queue.add("b")
     queue.add_rate_limited("c")

@@ -44,7 +44,7 @@ def termination_controllers(
     metrics: Metrics | None = None,
     clock: Clock = SYSTEM_CLOCK,
     workers: int = DEFAULT_WORKERS,
-) -> list[Controller]:
+) -> list[Controller[str]]:
     """The node termination controller, ready to run as a writer. A failing reconcile is
     retried after 100 ms, doubling up to 10 s (Karpenter's rate limiter for it)."""
     reconciler = NodeTermination(state, client, provider, recorder, metrics, clock)
