@@ -45,6 +45,8 @@ from karpy.cloud.aws.interruption import (
     InstanceStatusController,
     InterruptionController,
     InterruptionMetrics,
+    instance_status_controller,
+    interruption_controller,
 )
 from karpy.cloud.aws.launch import InstanceLauncher, parse_provider_id
 from karpy.cloud.aws.launch.templategc import LaunchTemplateGC
@@ -254,35 +256,35 @@ class AWSCloudProvider:
         registry = self.metrics.registry if self.metrics is not None else CollectorRegistry()
         interruption_metrics = InterruptionMetrics(registry)
         karpenter = self.metrics.karpenter if self.metrics is not None else None
+        status_checks = InstanceStatusController(
+            self.clients,
+            state=self.state,
+            client=self.client,
+            recorder=recorder,
+            metrics=interruption_metrics,
+            clock=self.clock,
+            karpenter_metrics=karpenter,
+        )
         components.append(
-            InstanceStatusController(
-                self.clients,
-                state=self.state,
-                client=self.client,
-                recorder=recorder,
-                metrics=interruption_metrics,
-                clock=self.clock,
-                karpenter_metrics=karpenter,
-            )
+            instance_status_controller(status_checks, metrics=self.controller_metrics)
         )
         components.append(
             LaunchTemplateGC(self.clients, self.settings.cluster_name,
                              launcher=lambda: self._launcher, clock=self.clock, registry=registry)
         )  # fmt: skip
         if self.settings.interruption_queue:
-            components.append(
-                InterruptionController(
-                    self.clients,
-                    self.settings.interruption_queue,
-                    state=self.state,
-                    client=self.client,
-                    unavailable=self.unavailable,
-                    recorder=recorder,
-                    metrics=interruption_metrics,
-                    clock=self.clock,
-                    karpenter_metrics=karpenter,
-                )
+            reader = InterruptionController(
+                self.clients,
+                self.settings.interruption_queue,
+                state=self.state,
+                client=self.client,
+                unavailable=self.unavailable,
+                recorder=recorder,
+                metrics=interruption_metrics,
+                clock=self.clock,
+                karpenter_metrics=karpenter,
             )
+            components.append(interruption_controller(reader, metrics=self.controller_metrics))
         return components
 
     async def aclose(self) -> None:

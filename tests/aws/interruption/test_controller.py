@@ -16,7 +16,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from karpy.cloud.aws.clients import AWSClients
-from karpy.cloud.aws.interruption import InterruptionController, InterruptionMetrics
+from karpy.cloud.aws.interruption import (
+    InterruptionController,
+    InterruptionMetrics,
+    interruption_controller,
+)
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.kube.backoff import Backoff
 from karpy.kube.resources import NODECLAIMS as NODECLAIM_RESOURCE
@@ -44,7 +48,7 @@ class Rig:
     metrics: InterruptionMetrics
     unavailable: UnavailableOfferings
     reservations: list[str]
-    controller: InterruptionController
+    reader: InterruptionController
     stop: asyncio.Event
     task: asyncio.Task[None] | None = None
 
@@ -73,7 +77,8 @@ class Rig:
         return sum(int(v) for v in attributes.values())
 
     def start(self) -> None:
-        self.task = asyncio.create_task(self.controller.run(self.stop))
+        controller = interruption_controller(self.reader)
+        self.task = asyncio.create_task(controller.run(self.stop))
 
     def sample(self, name: str, labels: dict[str, str] | None = None) -> float:
         return self.world.metrics.registry.get_sample_value(name, labels or {}) or 0.0
@@ -101,16 +106,18 @@ class Rig:
 
 
 @contextlib.asynccontextmanager
-async def rig(apiserver: APIServer, clients: AWSClients, *, create_queue: bool = True,
-              wait_seconds: int = 1) -> AsyncIterator[Rig]:  # fmt: skip
+async def rig(
+    apiserver: APIServer, clients: AWSClients, *, create_queue: bool = True,
+    wait_seconds: int = 1, state: ClusterState | None = None,
+) -> AsyncIterator[Rig]:  # fmt: skip
     async with controller_world(apiserver) as world:
         registry = CollectorRegistry()
         metrics = InterruptionMetrics(registry)
         unavailable = UnavailableOfferings()
         reservations: list[str] = []
         queue_name = f"interruption-{next(_names)}-{id(world)}"
-        controller = InterruptionController(
-            clients, queue_name, state=world.state, client=world.client,
+        reader = InterruptionController(
+            clients, queue_name, state=state or world.state, client=world.client,
             unavailable=unavailable, recorder=world.recorder, metrics=metrics,
             wait_seconds=wait_seconds, karpenter_metrics=world.metrics.karpenter,
             reservation_unavailable=reservations.append,
@@ -118,7 +125,7 @@ async def rig(apiserver: APIServer, clients: AWSClients, *, create_queue: bool =
         )  # fmt: skip
         stop = asyncio.Event()
         r = Rig(world, clients, queue_name, registry, metrics, unavailable, reservations,
-                controller, stop)  # fmt: skip
+                reader, stop)  # fmt: skip
         if create_queue:
             await r.create_queue()
         try:
@@ -339,10 +346,10 @@ async def test_a_queue_deleted_under_the_reader_is_looked_up_again(apiserver, mo
         managed(apiserver, "again", "i-00000000000000014")
         await r.world.settled()
         r.start()
-        await eventually(lambda: r.controller.queue.url is not None)
+        await eventually(lambda: r.reader.queue.url is not None)
         sqs = await r.clients.sqs()
-        await sqs.delete_queue(QueueUrl=r.controller.queue.url)
-        await eventually(lambda: r.controller.queue.url is None)
+        await sqs.delete_queue(QueueUrl=r.reader.queue.url)
+        await eventually(lambda: r.reader.queue.url is None)
         await r.create_queue()
         await r.send(b.spot_interruption("i-00000000000000014"))
         await r.until_deleted(1)
@@ -352,7 +359,7 @@ async def test_a_queue_deleted_under_the_reader_is_looked_up_again(apiserver, mo
 async def test_stop_ends_a_long_poll_promptly(apiserver, moto_clients):
     async with rig(apiserver, moto_clients, wait_seconds=20) as r:
         r.start()
-        await eventually(lambda: r.controller.queue.url is not None)
+        await eventually(lambda: r.reader.queue.url is not None)
         await asyncio.sleep(0.3)  # inside the 20 s long poll now
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -378,9 +385,8 @@ async def test_a_batch_is_handled_in_parallel(apiserver, moto_clients):
 
 
 async def test_messages_wait_until_nodeclaims_and_nodes_are_listed(apiserver, moto_clients):
-    async with rig(apiserver, moto_clients) as r:
-        unsynced = ClusterState(watched=[kinds.NODECLAIM, kinds.NODE])
-        r.controller.state = unsynced
+    unsynced = ClusterState(watched=[kinds.NODECLAIM, kinds.NODE])
+    async with rig(apiserver, moto_clients, state=unsynced) as r:
         r.start()
         await r.send(b.spot_interruption("i-0badbadbadbadbad2"))
         await asyncio.sleep(0.5)

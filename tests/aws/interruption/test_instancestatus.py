@@ -17,11 +17,16 @@ from moto.ec2.models.instances import Instance
 from prometheus_client import CollectorRegistry
 
 from karpy.cloud.aws.clients import AWSClients
-from karpy.cloud.aws.interruption import InstanceStatusController, InterruptionMetrics
-from karpy.cloud.aws.interruption.instancestatus import _failed_categories
+from karpy.cloud.aws.interruption import (
+    InstanceStatusController,
+    InterruptionMetrics,
+    instance_status_controller,
+)
+from karpy.cloud.aws.interruption.instancestatus import INTERVAL, _failed_categories
 from karpy.sandbox.apiserver import APIServer
 from tests import factories as f
 from tests.fixtures.cluster import World, controller_world
+from tests.kube.fakeclock import FakeClock
 from tests.kube.helpers import eventually
 
 NODECLAIMS = "nodeclaims.karpenter.sh"
@@ -100,8 +105,21 @@ class Rig:
     world: World
     clients: AWSClients
     registry: CollectorRegistry
-    controller: InstanceStatusController
+    poller: InstanceStatusController
     health: Health
+    clock: FakeClock
+    stop: asyncio.Event = attrs.field(factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+    async def poll(self) -> None:
+        """Let one poll and the work on its answer finish: the controller's first, or
+        the next one an interval later. Its source then sleeps out the interval."""
+        if self.task is None:
+            controller = instance_status_controller(self.poller)
+            self.task = asyncio.create_task(controller.run(self.stop))
+        else:
+            await self.clock.advance(INTERVAL)
+        await self.clock.idle(within=10)
 
     async def launch(self, count: int) -> list[str]:
         ec2 = await self.clients.ec2()
@@ -139,12 +157,19 @@ async def rig(apiserver: APIServer, clients: AWSClients,
     health.install(monkeypatch)
     async with controller_world(apiserver) as world:
         registry = CollectorRegistry()
-        controller = InstanceStatusController(
+        clock = FakeClock(start=datetime.now(UTC))  # the checks' ImpairedSince is real time
+        poller = InstanceStatusController(
             clients, state=world.state, client=world.client, recorder=world.recorder,
-            metrics=InterruptionMetrics(registry), interval=0.1,
+            metrics=InterruptionMetrics(registry), clock=clock,
             karpenter_metrics=world.metrics.karpenter,
         )  # fmt: skip
-        yield Rig(world, clients, registry, controller, health)
+        r = Rig(world, clients, registry, poller, health, clock)
+        try:
+            yield r
+        finally:
+            r.stop.set()
+            if r.task is not None:
+                await asyncio.wait_for(r.task, 5)
 
 
 def _failed_for(minutes: float) -> dict[str, Any]:
@@ -171,7 +196,7 @@ async def test_failed_checks_terminate_forcefully_and_events_drain(
         ]
         r.health.instance[blip] = _failed_for(0.5)  # fmt: skip
         await r.world.settled()
-        await r.controller.poll()
+        await r.poll()
         assert r.deleting("broken-os") and r.forceful("broken-os")
         assert r.deleting("broken-host") and r.forceful("broken-host")
         assert r.deleting("maintenance") and not r.forceful("maintenance")
@@ -194,7 +219,7 @@ async def test_a_broken_instance_with_scheduled_maintenance_is_terminated_forcef
         r.health.system[instance] = _failed_for(5)
         r.health.events[instance] = [{"Code": "system-reboot", "Description": "reboot"}]
         await r.world.settled()
-        await r.controller.poll()
+        await r.poll()
         assert r.deleting("both") and r.forceful("both")
 
 
@@ -207,13 +232,13 @@ async def test_unhealthy_instances_are_counted_once_while_unhealthy_and_unmanage
         r.health.instance[ours] = _failed_for(5)
         r.health.instance[foreign] = _failed_for(5)
         await r.world.settled()
-        await r.controller.poll()
-        await r.controller.poll()
+        await r.poll()
+        await r.poll()
         assert r.unhealthy_count("InstanceStatus") == 1
         del r.health.instance[ours]  # recovered
-        await r.controller.poll()
+        await r.poll()
         r.health.instance[ours] = _failed_for(5)  # and failed anew
-        await r.controller.poll()
+        await r.poll()
         assert r.unhealthy_count("InstanceStatus") == 2
 
 
@@ -222,11 +247,13 @@ async def test_the_poller_runs_until_stopped(apiserver, moto_clients, monkeypatc
         (instance,) = await r.launch(1)
         r.claim("polled", instance)
         await r.world.settled()
-        stop = asyncio.Event()
-        task = asyncio.create_task(r.controller.run(stop))
-        await asyncio.sleep(0.3)
+        await r.poll()
         assert not r.deleting("polled")
         r.health.instance[instance] = _failed_for(5)
+        await r.clock.advance(INTERVAL - 1)
+        assert not r.deleting("polled"), "the next poll is a minute after the last"
+        await r.clock.advance(1)
         await eventually(lambda: r.deleting("polled"))
-        stop.set()
-        await asyncio.wait_for(task, 2)
+        r.stop.set()
+        assert r.task is not None
+        await asyncio.wait_for(r.task, 2)

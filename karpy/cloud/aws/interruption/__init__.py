@@ -4,14 +4,21 @@ changes, scheduled maintenance, capacity-reservation interruptions), and karpy d
 the affected NodeClaims ahead of the loss so their pods move in good order.
 
 `messages` parses one queue message, `actions` acts on it, `events` and `metrics` are
-what it reports, `queue` is the SQS calls, and `controller` is the long-running reader
-the AWS provider starts when ``INTERRUPTION_QUEUE`` is set. `instancestatus` polls EC2's
-status checks once a minute, queue or no queue, and acts on failed ones the same way."""
+what it reports, `queue` is the SQS calls, and `controller` is the reader (a controller
+fed by a long poll of the queue) the AWS provider starts when ``INTERRUPTION_QUEUE`` is
+set. `instancestatus` polls EC2's status checks once a minute, queue or no queue, and
+acts on failed ones the same way."""
 
 from __future__ import annotations
 
-from karpy.cloud.aws.interruption.controller import InterruptionController
-from karpy.cloud.aws.interruption.instancestatus import InstanceStatusController
+from karpy.cloud.aws.interruption.controller import (
+    InterruptionController,
+    interruption_controller,
+)
+from karpy.cloud.aws.interruption.instancestatus import (
+    InstanceStatusController,
+    instance_status_controller,
+)
 from karpy.cloud.aws.interruption.messages import Interruption, MessageKind, parse_message
 from karpy.cloud.aws.interruption.metrics import InterruptionMetrics
 
@@ -21,5 +28,7 @@ __all__ = [
     "InterruptionController",
     "InterruptionMetrics",
     "MessageKind",
+    "instance_status_controller",
+    "interruption_controller",
     "parse_message",
 ]

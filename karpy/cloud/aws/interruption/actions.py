@@ -47,6 +47,7 @@ from karpy.kube.client import Preconditions
 from karpy.kube.errors import Conflict, NotFound
 from karpy.kube.resources import NODECLAIMS
 from karpy.log import get_logger, obj_ref
+from karpy.state import kinds
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DELETING_KINDS",
     "FORCEFUL_KINDS",
+    "LISTED_FIRST",
     "HandledMessage",
     "InterruptionActions",
     "instance_id_of",
@@ -74,6 +76,9 @@ __all__ = [
 log = get_logger("controller.interruption")
 
 PROVIDER_PREFIX: Final = "aws://"
+# Listed before any message is acted on: a warning about an instance state has not seen
+# yet would be dropped.
+LISTED_FIRST: Final = (kinds.NODECLAIM, kinds.NODE)
 
 # The kinds that end the instance's NodeClaim (Karpenter's "cordon and drain").
 DELETING_KINDS: Final = frozenset({

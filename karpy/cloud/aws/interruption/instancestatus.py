@@ -1,5 +1,11 @@
 """`InstanceStatusController`: EC2's own health checks, polled once a minute.
 
+It runs as a controller (`instance_status_controller`): a `karpy.reconcile.PollingSource`
+asks DescribeInstanceStatus (`InstanceStatusController.unhealthy`) a minute after the
+last answer was handled, and queues each unhealthy instance; each is a reconcile
+(`InstanceStatusController.reconcile`), ten at a time. A failed poll is retried a minute
+later, as is an instance whose action failed.
+
 Not every failing instance produces an EventBridge event: an instance whose status check
 (its OS stopped answering) or system status check (the host under it failed) fails
 simply stays broken. So, queue or no queue, karpy asks DescribeInstanceStatus every
@@ -25,7 +31,6 @@ is fetched.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -33,22 +38,32 @@ import attrs
 from botocore.exceptions import ClientError
 
 from karpy.base.clock import SYSTEM_CLOCK
-from karpy.cloud.aws.interruption.actions import InterruptionActions
+from karpy.cloud.aws.interruption.actions import LISTED_FIRST, InterruptionActions
 from karpy.cloud.aws.interruption.messages import Interruption, MessageKind
-from karpy.cloud.aws.interruption.waiting import unless_stopped, until_listed
+from karpy.kube.backoff import Backoff
 from karpy.log import describe_error, get_logger
+from karpy.reconcile import DONE, Controller, PollingSource
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from karpy.base.clock import Clock
     from karpy.cloud.aws.clients import AWSClients
     from karpy.cloud.aws.interruption.metrics import InterruptionMetrics
     from karpy.kube.client import KubeClient
     from karpy.kube.events import EventRecorder
+    from karpy.observability.controller_metrics import ControllerMetrics
     from karpy.observability.karpenter_metrics import KarpenterMetrics
-    from karpy.state.cluster import ClusterState
+    from karpy.reconcile import Result
+    from karpy.state.cluster import ClusterState, StateChange
     from karpy.state.snapshot import StateSnapshot
 
-__all__ = ["InstanceStatusController", "UnhealthyInstance", "unhealthy_instances"]
+__all__ = [
+    "InstanceStatusController",
+    "UnhealthyInstance",
+    "instance_status_controller",
+    "unhealthy_instances",
+]
 
 log = get_logger("controller.interruption.instancestatus")
 
@@ -80,10 +95,14 @@ _FINISHED_EVENT_PREFIXES: Final = ("[Completed]", "[Canceled]")
 
 @attrs.frozen(slots=True)
 class UnhealthyInstance:
-    """An instance with failed checks: when each failed category first failed."""
+    """An instance with failed checks: when each failed category first failed. The
+    instance status controller's reconcile key."""
 
     instance_id: str
     failed_since: tuple[tuple[str, datetime], ...]  # (category, since), CATEGORY_KINDS order
+
+    def __str__(self) -> str:
+        return self.instance_id
 
 
 async def unhealthy_instances(
@@ -130,9 +149,10 @@ def _aware(value: Any) -> datetime | None:
 
 
 class InstanceStatusController:
-    """See the module docstring."""
+    """The reconciler of one unhealthy instance (see the module docstring)."""
 
     name = "interruption.instancestatus"
+    watches: frozenset[str] = frozenset()  # its work comes from the poll alone
 
     def __init__(
         self,
@@ -158,50 +178,48 @@ class InstanceStatusController:
             karpenter_metrics=karpenter_metrics, clock=clock,
         )  # fmt: skip
         self._seen: set[tuple[str, str]] = set()  # (instance, category) counted already
-        self._limit = asyncio.Semaphore(PARALLELISM)
+        self._current: set[tuple[str, str]] = set()  # ... and found again since the last poll
         self._denied_logged = False
 
-    async def run(self, stop: asyncio.Event) -> None:
-        if not await until_listed(self.state, self.clock, stop):
-            return
-        while not stop.is_set():
-            try:
-                await self.poll()
-            except ClientError as exc:
-                self._log_client_error(exc)
-            except Exception as exc:  # the poller must outlive any AWS or API error
-                log.error("failed checking instance statuses", error=describe_error(exc))
-            await unless_stopped(self.clock.sleep(self.interval), stop)
+    def keys_for(self, change: StateChange) -> Iterable[UnhealthyInstance]:
+        return ()
 
-    async def poll(self) -> None:
-        """One round: fetch the unhealthy instances and act on those karpy manages."""
-        unhealthy = await unhealthy_instances(
-            await self.clients.ec2(), self.clock.now(), self.threshold
-        )
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[UnhealthyInstance]:
+        return ()
+
+    async def unhealthy(self) -> list[UnhealthyInstance]:
+        """One poll (the polling source's): the instances DescribeInstanceStatus reports
+        unhealthy. A poll the IAM policy does not allow is reported once and answers
+        nothing; other errors raise (the source retries)."""
+        self._seen &= self._current  # recovered instances count again if they fail anew
+        self._current = set()
+        try:
+            return await unhealthy_instances(
+                await self.clients.ec2(), self.clock.now(), self.threshold
+            )
+        except ClientError as exc:
+            if not _denied(exc):
+                raise
+            if not self._denied_logged:
+                log.error("ec2:DescribeInstanceStatus is not allowed; add it to the "
+                          "controller's IAM policy to act on failed status checks",
+                          error=describe_error(exc))  # fmt: skip
+                self._denied_logged = True
+            return []
+
+    async def reconcile(self, key: UnhealthyInstance) -> Result:
+        """Act on each failed category of one instance karpy manages."""
         snapshot = self.state.snapshot()
-        current: set[tuple[str, str]] = set()
-        results = await asyncio.gather(
-            *(self._handle(instance, snapshot, current) for instance in unhealthy),
-            return_exceptions=True,
-        )
-        self._seen &= current  # recovered instances count again if they fail anew
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
+        for category, since in key.failed_since:
+            message = Interruption(CATEGORY_KINDS[category], (key.instance_id,), time=since)
+            handled = await self.actions.handle(message, snapshot)
+            if handled.nodeclaims:
+                self._count(key.instance_id, category)
+        return DONE
 
-    async def _handle(self, instance: UnhealthyInstance, snapshot: StateSnapshot,
-                      current: set[tuple[str, str]]) -> None:  # fmt: skip
-        async with self._limit:
-            for category, since in instance.failed_since:
-                message = Interruption(CATEGORY_KINDS[category], (instance.instance_id,),
-                                       time=since)  # fmt: skip
-                handled = await self.actions.handle(message, snapshot)
-                if handled.nodeclaims:
-                    self._count(instance.instance_id, category, current)
-
-    def _count(self, instance_id: str, category: str, current: set[tuple[str, str]]) -> None:
+    def _count(self, instance_id: str, category: str) -> None:
         key = (instance_id, category)
-        current.add(key)
+        self._current.add(key)
         if key in self._seen:
             return
         self._seen.add(key)
@@ -210,13 +228,23 @@ class InstanceStatusController:
         if self.metrics is not None:
             self.metrics.instance_status_unhealthy.labels(category).inc()
 
-    def _log_client_error(self, exc: ClientError) -> None:
-        code = (exc.response.get("Error") or {}).get("Code", "")
-        if code in {"UnauthorizedOperation", "AccessDenied", "AccessDeniedException"}:
-            if not self._denied_logged:
-                log.error("ec2:DescribeInstanceStatus is not allowed; add it to the "
-                          "controller's IAM policy to act on failed status checks",
-                          error=describe_error(exc))  # fmt: skip
-                self._denied_logged = True
-            return
-        log.error("failed checking instance statuses", error=describe_error(exc))
+
+def _denied(exc: ClientError) -> bool:
+    code = (exc.response.get("Error") or {}).get("Code", "")
+    return code in {"UnauthorizedOperation", "AccessDenied", "AccessDeniedException"}
+
+
+def instance_status_controller(
+    poller: InstanceStatusController, *, metrics: ControllerMetrics | None = None
+) -> Controller[UnhealthyInstance]:
+    """``poller`` run as a controller: polled every ``interval`` seconds once the last
+    answer was handled, ``PARALLELISM`` instances at a time, started once NodeClaims and
+    Nodes are listed. A failed poll, and an instance whose action failed, are retried
+    after ``interval`` too."""
+    interval = poller.interval
+    source = PollingSource("describe-instance-status", poller.unhealthy, interval=interval,
+                           backoff=Backoff(interval, interval, jitter=0.0, clock=poller.clock),
+                           clock=poller.clock)  # fmt: skip
+    return Controller(poller, poller.state, workers=PARALLELISM, resync=None,
+                      sources=[source], synced_kinds=LISTED_FIRST, clock=poller.clock,
+                      metrics=metrics, base_delay=interval, max_delay=interval)  # fmt: skip

@@ -37,10 +37,15 @@ class QueueNotFound(KarpyError):
 
 @attrs.frozen(slots=True)
 class ReceivedMessage:
+    """One received message: the interruption reader's reconcile key."""
+
     message_id: str
     receipt_handle: str
     body: str
     sent: datetime | None = None  # SQS's SentTimestamp
+
+    def __str__(self) -> str:
+        return self.message_id
 
 
 class InterruptionQueue:
@@ -90,7 +95,8 @@ class InterruptionQueue:
         if codes.isdisjoint(_MISSING_QUEUE_CODES):
             return None
         self.url = None
-        return QueueNotFound(f"SQS queue {self.name!r} does not exist")
+        return QueueNotFound(f"interruption queue not found: SQS queue {self.name!r} does not "
+                             "exist (create it, or unset INTERRUPTION_QUEUE)")  # fmt: skip
 
 
 def _received(raw: dict[str, Any]) -> ReceivedMessage:

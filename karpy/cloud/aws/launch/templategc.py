@@ -42,9 +42,9 @@ from botocore.exceptions import ClientError
 from prometheus_client import CollectorRegistry, Counter
 
 from karpy.base.clock import SYSTEM_CLOCK
-from karpy.cloud.aws.interruption.waiting import unless_stopped
 from karpy.cloud.aws.launch.tags import tags_of
 from karpy.cloud.aws.launch.templates import is_owned_template, owned_template_filters
+from karpy.cloud.aws.launch.waiting import unless_stopped
 from karpy.log import describe_error, get_logger
 
 if TYPE_CHECKING:
