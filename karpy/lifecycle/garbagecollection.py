@@ -49,7 +49,7 @@ from karpy.log import describe_error, get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Sequence
     from datetime import datetime
 
     from karpy.cloud.provider import Instance
@@ -61,7 +61,6 @@ __all__ = ["GarbageCollection", "Suspect"]
 
 log = get_logger("nodeclaim.garbagecollection")
 
-KEY: Final = "sweep"
 PERIOD: Final = 120.0  # seconds; the resync period its controller is given
 DEFAULT_GRACE: Final = 30.0
 DEFAULT_CONFIRM_AFTER: Final = 60.0
@@ -97,13 +96,13 @@ class GarbageCollection:
         self.terminated = 0
         self.deleted = 0
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
-        return ()
+    def wants(self, change: StateChange) -> bool:
+        return False
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return (KEY,)
+    def due(self, snapshot: StateSnapshot) -> bool:
+        return True  # every resync (PERIOD) is a sweep
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self) -> Result:
         instances = await self.ctx.provider.list()
         snapshot = self.ctx.state.snapshot()
         live = [i for i in instances if not i.terminating]

@@ -113,7 +113,7 @@ def build_controllers(
         provisioning,
         controller(NodeClaimLifecycle(lifecycle), workers=LIFECYCLE_WORKERS, resync=SLOW_RESYNC,
                    base_delay=1.0, max_delay=60.0),  # Karpenter's launch backoff: 1 s .. 1 min
-        controller(GarbageCollection(lifecycle), resync=GC_PERIOD),
+        controller(Singleton(GarbageCollection(lifecycle)), resync=GC_PERIOD),
         controller(NodePoolReadiness(state, client, recorder, node_classes=provider.node_classes,
                                      clock=clock), workers=4, resync=SLOW_RESYNC),
         controller(NodePoolCounter(state, client, clock=clock), workers=4, resync=60.0),

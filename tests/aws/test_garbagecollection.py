@@ -87,17 +87,17 @@ async def test_only_the_instance_its_nodeclaim_records_remains_of_a_duplicate_la
         await world.settled()
         gc = GarbageCollection(ctx, grace=30)
         await clock.advance(31)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         assert gc.terminated == 0
         assert set(gc.suspects) == {provider_id(duplicate)}
         assert gc.suspects[provider_id(duplicate)].reason == "duplicate"
         await clock.advance(PERIOD)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         assert gc.terminated == 1
         assert terminated_total(world, "duplicate") == 1
         for _ in range(3):
             await clock.advance(PERIOD)
-            await gc.reconcile("gc")
+            await gc.reconcile()
         assert await state_of(aws_clients, kept) == "running"
         assert await state_of(aws_clients, duplicate) in {"shutting-down", "terminated"}
         assert gc.terminated == 1
@@ -114,7 +114,7 @@ async def test_a_nodeclaim_without_a_provider_id_yet_keeps_both_of_its_instances
         gc = GarbageCollection(ctx, grace=30)
         for _ in range(3):
             await clock.advance(PERIOD)
-            await gc.reconcile("gc")
+            await gc.reconcile()
         assert gc.terminated == 0
         assert {await state_of(aws_clients, i) for i in (first, second)} == {"running"}
 
@@ -131,7 +131,7 @@ async def test_instances_that_are_not_karpys_are_never_terminated(
         gc = GarbageCollection(ctx, grace=30)
         for _ in range(3):
             await clock.advance(PERIOD)
-            await gc.reconcile("gc")
+            await gc.reconcile()
         assert gc.terminated == 1 and terminated_total(world, "orphan") == 1
         assert await state_of(aws_clients, orphan) in {"shutting-down", "terminated"}
         for instance_id in foreign:
@@ -171,7 +171,7 @@ async def test_a_registered_nodeclaim_is_kept_while_its_instance_runs_unlisted(
         gc = GarbageCollection(ctx, grace=30)
         for _ in range(3):
             await clock.advance(PERIOD)
-            await gc.reconcile("gc")
+            await gc.reconcile()
         assert gc.deleted == 0 and gc.terminated == 0
         assert apiserver.store.try_get(NODECLAIMS, "default-untagged") is not None
         assert await state_of(aws_clients, instance_id) == "running"

@@ -69,7 +69,7 @@ def terminated_total(world: World, reason: str) -> float:
 async def passes(gc: GarbageCollection, clock: FakeClock, *, minutes: float) -> None:
     """Run GC every `PERIOD` seconds of fake time for ``minutes``."""
     for _ in range(int(minutes * 60 / PERIOD) + 1):
-        await gc.reconcile("gc")
+        await gc.reconcile()
         await clock.advance(PERIOD)
 
 
@@ -78,16 +78,16 @@ async def test_an_orphan_is_terminated_on_the_second_pass_a_minute_after_the_fir
         leaked = await launched(world, ctx, "default-leaked")
         gc = GarbageCollection(ctx, grace=30)
         await clock.advance(31)
-        first = await gc.reconcile("gc")
+        first = await gc.reconcile()
         assert gc.terminated == 0, "first sighting: remembered, not terminated"
         assert gc.suspects[leaked].reason == "orphan"
         assert first.requeue_after == 60, "the confirming pass comes a minute later"
         await clock.advance(59)
-        early = await gc.reconcile("gc")
+        early = await gc.reconcile()
         assert gc.terminated == 0 and instance_exists(world, leaked), "59 s is not a minute"
         assert early.requeue_after == 1
         await clock.advance(1)
-        confirming = await gc.reconcile("gc")
+        confirming = await gc.reconcile()
         assert gc.terminated == 1 and confirming == DONE
         assert not instance_exists(world, leaked)
         assert terminated_total(world, "orphan") == 1
@@ -131,9 +131,9 @@ async def test_nothing_is_terminated_while_the_nodeclaim_list_fails(apiserver):
         await passes(gc, clock, minutes=5)
         assert gc.terminated == 0 and instance_exists(world, leaked)
         apiserver.faults.clear()
-        await gc.reconcile("gc")
+        await gc.reconcile()
         await clock.advance(PERIOD)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         assert gc.terminated == 1 and not instance_exists(world, leaked)
 
 
@@ -142,20 +142,20 @@ async def test_a_suspect_claimed_again_is_forgotten_and_must_be_seen_twice_anew(
         leaked = await launched(world, ctx, "default-back")
         gc = GarbageCollection(ctx, grace=30)
         await clock.advance(31)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         assert leaked in gc.suspects
         store_claim(apiserver, "default-back")
         await world.settled()
         await clock.advance(PERIOD)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         assert gc.suspects == {} and gc.terminated == 0
         apiserver.store.delete(NODECLAIMS, "default-back")
         await eventually(lambda: "default-back" not in world.state.snapshot().nodeclaims)
         await clock.advance(PERIOD)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         assert gc.terminated == 0, "seen orphaned once since it was claimed"
         await clock.advance(PERIOD)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         assert gc.terminated == 1 and not instance_exists(world, leaked)
 
 
@@ -165,14 +165,14 @@ async def test_the_suspects_kept_are_bounded(apiserver):
         second = await launched(world, ctx, "default-two")
         gc = GarbageCollection(ctx, grace=30, max_suspects=1)
         await clock.advance(31)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         assert len(gc.suspects) == 1
         await clock.advance(PERIOD)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         await clock.advance(PERIOD)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         await clock.advance(PERIOD)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         assert gc.terminated == 2
         assert not instance_exists(world, first) and not instance_exists(world, second)
 

@@ -86,13 +86,13 @@ async def test_an_instance_without_a_nodeclaim_is_terminated_after_the_grace(api
         await ctx.provider.create(leaked)
         await world.settled()
         gc = GarbageCollection(ctx, grace=30)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         assert gc.terminated == 0, "too young: its launch may still be recording it"
         await clock.advance(31)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         assert gc.terminated == 0, "orphaned once: confirmed on a pass a minute later"
         await clock.advance(60)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         assert gc.terminated == 1
         assert await world.client.try_get(NODES, "default-leaked") is None
 
@@ -104,7 +104,7 @@ async def test_an_instance_with_its_nodeclaim_is_left_alone(apiserver):
         await world.settled()
         await clock.advance(3600)
         gc = GarbageCollection(ctx, grace=30)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         assert gc.terminated == 0
 
 
@@ -121,7 +121,7 @@ async def test_a_registered_nodeclaim_whose_instance_is_gone_is_deleted(apiserve
         apiserver.store.update_status(NODECLAIMS, created)
         await world.settled()
         gc = GarbageCollection(ctx, grace=30)
-        await gc.reconcile("gc")
+        await gc.reconcile()
         assert gc.deleted == 1
         await eventually(lambda: apiserver.store.try_get(NODECLAIMS, "default-gone") is None)
         assert disrupted(world, "garbage_collected") == 1

@@ -53,7 +53,7 @@ from karpy.cloud.aws.instancetypes.families import family
 from karpy.cloud.aws.instancetypes.learned import LearnedCapacity, LearnedCapacityController
 from karpy.cloud.aws.instancetypes.pricing import PricingProvider
 from karpy.log import get_logger
-from karpy.reconcile import Controller, Result, requeue_after
+from karpy.reconcile import Controller, Result, Singleton, requeue_after
 from karpy.scheduling.instancetypes import InstanceType, Offering, new_instance_type
 from karpy.scheduling.requirements import Requirement, Requirements
 
@@ -363,10 +363,10 @@ class InstanceTypeProvider:
         prices = PeriodicRefresh("aws.pricing", self.refresh_pricing)
         learned = LearnedCapacityController(state, self.learned)
         return [
-            Controller(catalog, state, resync=REFRESH_PERIOD, needs_sync=False, clock=clock,
-                       metrics=metrics),
-            Controller(prices, state, resync=REFRESH_PERIOD, needs_sync=False, clock=clock,
-                       metrics=metrics),
+            Controller(Singleton(catalog), state, resync=REFRESH_PERIOD, needs_sync=False,
+                       clock=clock, metrics=metrics),
+            Controller(Singleton(prices), state, resync=REFRESH_PERIOD, needs_sync=False,
+                       clock=clock, metrics=metrics),
             Controller(learned, state, clock=clock, metrics=metrics),
         ]  # fmt: skip
 
@@ -398,8 +398,8 @@ def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any, size: int) -> 
 
 
 class PeriodicRefresh:
-    """A one-key reconciler that runs ``action`` at start and on every resync; a failure
-    is retried with the controller's backoff."""
+    """A singleton reconciler (`karpy.reconcile.Singleton`) that runs ``action`` at start
+    and on every resync; a failure is retried with the controller's backoff."""
 
     watches: frozenset[str] = frozenset()
 
@@ -407,12 +407,12 @@ class PeriodicRefresh:
         self.name = name
         self.action = action
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
-        return ()
+    def wants(self, change: StateChange) -> bool:
+        return False
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return (self.name,)
+    def due(self, snapshot: StateSnapshot) -> bool:
+        return True
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self) -> Result:
         await self.action()
         return requeue_after(REFRESH_PERIOD)
