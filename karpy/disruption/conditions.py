@@ -40,6 +40,7 @@ from karpy.lifecycle.conditions import INITIALIZED, LAUNCHED, conditions_of, is_
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.keys import NodeClaimName
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -91,19 +92,19 @@ class NodeClaimDisruptionConditions:
 
     # --- what concerns which NodeClaim -----------------------------------------------------
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
+    def keys_for(self, change: StateChange) -> Iterable[NodeClaimName]:
         if change.kind == kinds.NODECLAIM:
-            return (change.key,) if change.new is not None else ()
+            return (NodeClaimName(change.key),) if change.new is not None else ()
         snapshot = self.state.snapshot()
         if change.kind == kinds.NODEPOOL:
             if _status_only(change.old, change.new):
                 return ()  # the counter writes status every 2 s in a scale-up: nothing here
-            return [c.name for c in snapshot.nodeclaims_of(change.key)]
+            return [NodeClaimName(c.name) for c in snapshot.nodeclaims_of(change.key)]
         if change.kind == kinds.NODE:
             claim = snapshot.claim_for_node(change.key)
-            return (claim.name,) if claim is not None else ()
+            return (NodeClaimName(claim.name),) if claim is not None else ()
         if change.kind in self.node_class_kinds:  # a resolved or edited class may drift its nodes
-            return [c.name for c in snapshot.nodeclaims.values()
+            return [NodeClaimName(c.name) for c in snapshot.nodeclaims.values()
                     if c.spec.node_class_ref.kind == change.kind
                     and c.spec.node_class_ref.name == change.key]  # fmt: skip
         node = _pod_event_node(change.old, change.new)
@@ -113,14 +114,14 @@ class NodeClaimDisruptionConditions:
         if claim is None:
             return ()
         self._pod_events[claim.name] = self.clock.now()
-        return (claim.name,)
+        return (NodeClaimName(claim.name),)
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.nodeclaims.keys()
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeClaimName]:
+        return map(NodeClaimName, snapshot.nodeclaims)
 
     # --- one NodeClaim ------------------------------------------------------------------------
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: NodeClaimName) -> Result:
         snapshot = self.state.snapshot()
         claim = snapshot.nodeclaims.get(key)
         if claim is None:

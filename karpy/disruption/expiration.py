@@ -19,6 +19,7 @@ from karpy.kube.resources import NODECLAIMS
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.keys import NodeClaimName
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -51,13 +52,13 @@ class Expiration:
         self.clock = clock
         self.metrics = metrics
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
-        return (change.key,) if change.new is not None else ()
+    def keys_for(self, change: StateChange) -> Iterable[NodeClaimName]:
+        return (NodeClaimName(change.key),) if change.new is not None else ()
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.nodeclaims.keys()
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeClaimName]:
+        return map(NodeClaimName, snapshot.nodeclaims)
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: NodeClaimName) -> Result:
         claim = self.state.snapshot().nodeclaims.get(key)
         if claim is None or claim.metadata.deletion_timestamp is not None:
             return DONE

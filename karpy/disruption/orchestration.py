@@ -42,6 +42,7 @@ from karpy.lifecycle.termination.pods import DISRUPTED_TAINT
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.keys import NodeClaimName
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -101,25 +102,25 @@ class DisruptionQueue:
 
     # --- which NodeClaims ---------------------------------------------------------------
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
+    def keys_for(self, change: StateChange) -> Iterable[NodeClaimName]:
         snapshot = self.state.snapshot()
         if change.kind == kinds.NODE:
             claim = snapshot.claim_for_node(change.key)
-            return (claim.name,) if claim is not None else ()
+            return (NodeClaimName(claim.name),) if claim is not None else ()
         new: NodeClaim | None = change.new
         if new is None:  # a replacement that went: the NodeClaims waiting on it
-            return snapshot.claims_awaiting(change.key)
-        keys = [change.key]
+            return map(NodeClaimName, snapshot.claims_awaiting(change.key))
+        keys = [NodeClaimName(change.key)]
         if is_true(new, INITIALIZED) or new.metadata.deletion_timestamp is not None:
-            keys += snapshot.claims_awaiting(change.key)
+            keys += map(NodeClaimName, snapshot.claims_awaiting(change.key))
         return keys
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.nodeclaims.keys()
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeClaimName]:
+        return map(NodeClaimName, snapshot.nodeclaims)
 
     # --- one NodeClaim --------------------------------------------------------------------
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: NodeClaimName) -> Result:
         snapshot = self.state.snapshot()
         claim = snapshot.nodeclaims.get(key)
         if claim is None or claim.metadata.deletion_timestamp is not None:

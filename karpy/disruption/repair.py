@@ -29,6 +29,7 @@ from karpy.kube.resources import NODECLAIMS
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.keys import NodeName
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -90,13 +91,13 @@ class NodeRepair:
         self.clock = clock
         self.metrics = metrics
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
-        return (change.key,) if change.new is not None else ()
+    def keys_for(self, change: StateChange) -> Iterable[NodeName]:
+        return (NodeName(change.key),) if change.new is not None else ()
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.nodes.keys()
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeName]:
+        return map(NodeName, snapshot.nodes)
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: NodeName) -> Result:
         if not self.policies:
             return DONE
         snapshot = self.state.snapshot()

@@ -35,6 +35,7 @@ from karpy.kube.resources import LEASES, NODE_LEASE_NAMESPACE
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.keys import LeaseKey
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -76,15 +77,15 @@ class LeaseGarbageCollection:
         self.clock = clock
         self.deleted = 0
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
+    def keys_for(self, change: StateChange) -> Iterable[LeaseKey]:
         if change.kind == kinds.NODE_LEASE:
-            return () if change.new is None else (change.key,)
+            return () if change.new is None else (LeaseKey(change.key),)
         if change.new is None:  # a Node went: its Lease may now be an orphan
-            return (f"{NODE_LEASE_NAMESPACE}/{change.key}",)
+            return (LeaseKey(f"{NODE_LEASE_NAMESPACE}/{change.key}"),)
         return ()
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.node_leases.keys()
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[LeaseKey]:
+        return map(LeaseKey, snapshot.node_leases)
 
     def stale_in(self, lease: NodeLease) -> float:
         """Seconds until ``lease`` has gone ``grace`` without renewal (<= 0: it has)."""
@@ -105,7 +106,7 @@ class LeaseGarbageCollection:
             return False
         return not any(o.kind == "Node" and exists(o.name) for o in lease.owners)
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: LeaseKey) -> Result:
         if not self.state.kind_synced(kinds.NODE, kinds.NODE_LEASE):
             return requeue_after(1.0)  # before both are listed every lease looks orphaned
         snapshot = self.state.snapshot()

@@ -30,6 +30,7 @@ from karpy.lifecycle.liveness import check_liveness
 from karpy.lifecycle.registration import register
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.keys import NodeClaimName
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -50,20 +51,20 @@ class NodeClaimLifecycle:
     def __init__(self, ctx: Lifecycle) -> None:
         self.ctx = ctx
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
+    def keys_for(self, change: StateChange) -> Iterable[NodeClaimName]:
         if change.kind == kinds.NODECLAIM:
-            return (change.key,)
+            return (NodeClaimName(change.key),)
         record = change.new if change.new is not None else change.old
         provider_id = record.provider_id if record is not None else ""
         if not provider_id:
             return ()
         claim = self.ctx.state.snapshot().claim_by_provider_id.get(provider_id)
-        return () if claim is None else (claim,)
+        return () if claim is None else (NodeClaimName(claim),)
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.nodeclaims.keys()
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeClaimName]:
+        return map(NodeClaimName, snapshot.nodeclaims)
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: NodeClaimName) -> Result:
         claim = self.ctx.state.snapshot().nodeclaims.get(key)
         if claim is None:
             return DONE

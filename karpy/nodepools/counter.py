@@ -17,6 +17,7 @@ from karpy.kube.resources import NODEPOOLS
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.scheduling.usage import NodePoolUsage
 from karpy.state import kinds
+from karpy.state.keys import NodePoolName
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -71,10 +72,10 @@ class NodePoolCounter:
         self.min_interval = min_interval
         self._counted: dict[str, float] = {}  # pool -> when it was last counted
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
+    def keys_for(self, change: StateChange) -> Iterable[NodePoolName]:
         if change.kind == kinds.NODEPOOL:
-            return (change.key,)
-        pools = set()
+            return (NodePoolName(change.key),)
+        pools: set[NodePoolName] = set()
         for record in (change.old, change.new):
             if record is None:
                 continue
@@ -82,13 +83,13 @@ class NodePoolCounter:
                 record.node.labels)  # fmt: skip
             pool = labels.get(LABEL_NODEPOOL)
             if pool:
-                pools.add(pool)
+                pools.add(NodePoolName(pool))
         return pools
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.nodepools.keys()
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodePoolName]:
+        return map(NodePoolName, snapshot.nodepools)
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: NodePoolName) -> Result:
         snapshot = self.state.snapshot()
         pool = snapshot.nodepools.get(key)
         if pool is None:

@@ -15,6 +15,7 @@ from karpy.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH
 from karpy.kube.resources import NODEPOOLS
 from karpy.reconcile import DONE, Result
 from karpy.state import kinds
+from karpy.state.keys import NodePoolName
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -34,13 +35,13 @@ class NodePoolHash:
         self.state = state
         self.client = client
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
-        return (change.key,) if change.new is not None else ()
+    def keys_for(self, change: StateChange) -> Iterable[NodePoolName]:
+        return (NodePoolName(change.key),) if change.new is not None else ()
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.nodepools.keys()
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodePoolName]:
+        return map(NodePoolName, snapshot.nodepools)
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: NodePoolName) -> Result:
         pool = self.state.snapshot().nodepools.get(key)
         if pool is None or pool.metadata.deletion_timestamp is not None:
             return DONE

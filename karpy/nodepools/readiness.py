@@ -29,6 +29,7 @@ from karpy.kube.resources import NODEPOOLS
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result
 from karpy.state import kinds
+from karpy.state.keys import NodePoolName
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -71,18 +72,18 @@ class NodePoolReadiness:
         self.clock = clock
         self.watches = frozenset({kinds.NODEPOOL, *(k.kind for k in self.node_classes)})
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
+    def keys_for(self, change: StateChange) -> Iterable[NodePoolName]:
         if change.kind == kinds.NODEPOOL:
-            return (change.key,)
+            return (NodePoolName(change.key),)
         return [
-            pool.name
+            NodePoolName(pool.name)
             for pool in self.state.snapshot().nodepools.values()
             if (ref := pool.spec.template.spec.node_class_ref).name == change.key
             and ref.kind == change.kind
         ]
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.nodepools.keys()
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodePoolName]:
+        return map(NodePoolName, snapshot.nodepools)
 
     def node_class_ready(self, pool: NodePool, snapshot: StateSnapshot) -> ConditionUpdate:
         ref = pool.spec.template.spec.node_class_ref
@@ -110,7 +111,7 @@ class NodePoolReadiness:
                                    f"{named} not ready{detail}")  # fmt: skip
         return ConditionUpdate.true(NODE_CLASS_READY)
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: NodePoolName) -> Result:
         snapshot = self.state.snapshot()
         pool = snapshot.nodepools.get(key)
         if pool is None or pool.metadata.deletion_timestamp is not None:

@@ -4,6 +4,7 @@ writes observe the NodeClaim's generation, as every karpy condition does."""
 from __future__ import annotations
 
 from karpy.disruption.conditions import NodeClaimDisruptionConditions
+from karpy.state.keys import NodeClaimName
 from tests import factories as f
 from tests.lifecycle.helpers import lifecycle
 
@@ -21,13 +22,13 @@ async def test_consolidatable_observes_the_nodeclaims_generation(apiserver):
     async with lifecycle(apiserver) as (world, ctx, clock):
         judge = NodeClaimDisruptionConditions(world.state, world.client, ctx.provider,
                                               clock=clock)  # fmt: skip
-        await judge.reconcile("default-a")
+        await judge.reconcile(NodeClaimName("default-a"))
         claim = apiserver.store.get(NODECLAIMS, "default-a")
         found = {c["type"]: c for c in claim["status"]["conditions"]}
         assert found["Consolidatable"]["status"] == "True"
         assert found["Consolidatable"]["observedGeneration"] == claim["metadata"]["generation"]
         await world.settled()
         written = claim["metadata"]["resourceVersion"]
-        await judge.reconcile("default-a")
+        await judge.reconcile(NodeClaimName("default-a"))
         again = apiserver.store.get(NODECLAIMS, "default-a")["metadata"]["resourceVersion"]
         assert again == written, "no write when nothing changed"

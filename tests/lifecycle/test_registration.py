@@ -17,6 +17,7 @@ from karpy.kube.client import REQUEST_PRIORITY
 from karpy.lifecycle.conditions import INITIALIZED, REGISTERED, is_true
 from karpy.lifecycle.launch import launch
 from karpy.lifecycle.nodeclaim import LIFECYCLE_PRIORITY, NodeClaimLifecycle
+from karpy.state.keys import NodeClaimName
 from tests import factories as f
 from tests.fixtures.cluster import World
 from tests.lifecycle.helpers import lifecycle
@@ -74,7 +75,7 @@ async def test_a_ready_node_is_registered_and_initialized_in_two_writes(apiserve
         await launched_and_ready(apiserver, world, ctx, "default-ready")
         controller = NodeClaimLifecycle(ctx)
         before = patches(world)
-        await controller.reconcile("default-ready")
+        await controller.reconcile(NodeClaimName("default-ready"))
         assert patches(world) - before == 2
         claim = NodeClaim.from_dict(apiserver.store.get(NODECLAIMS, "default-ready"))
         assert is_true(claim, REGISTERED) and is_true(claim, INITIALIZED)
@@ -90,7 +91,7 @@ async def test_a_node_a_startup_taint_holds_back_is_initialized_once_it_goes(api
     async with lifecycle(apiserver) as (world, ctx, _):
         await launched_and_ready(apiserver, world, ctx, "default-tainted", startup_taints=startup)
         controller = NodeClaimLifecycle(ctx)
-        await controller.reconcile("default-tainted")
+        await controller.reconcile(NodeClaimName("default-tainted"))
         await world.settled()
         claim = NodeClaim.from_dict(apiserver.store.get(NODECLAIMS, "default-tainted"))
         assert is_true(claim, REGISTERED) and not is_true(claim, INITIALIZED)
@@ -100,7 +101,7 @@ async def test_a_node_a_startup_taint_holds_back_is_initialized_once_it_goes(api
                                   if t["key"] != "example.com/agent-not-ready"]  # fmt: skip
         apiserver.store.update(NODES, node)
         await world.settled()
-        await controller.reconcile("default-tainted")
+        await controller.reconcile(NodeClaimName("default-tainted"))
         claim = NodeClaim.from_dict(apiserver.store.get(NODECLAIMS, "default-tainted"))
         assert is_true(claim, INITIALIZED)
 
@@ -132,6 +133,6 @@ async def test_bringing_capacity_up_goes_ahead_of_housekeeping_in_the_rate_limit
                            requests={"cpu": "500m"}, finalizers=[FINALIZER])  # fmt: skip
         apiserver.store.create(NODECLAIMS, spec)
         await world.settled()
-        await NodeClaimLifecycle(ctx).reconcile("default-first")
+        await NodeClaimLifecycle(ctx).reconcile(NodeClaimName("default-first"))
     assert provider.priorities == [LIFECYCLE_PRIORITY]
     assert REQUEST_PRIORITY.get() == 0

@@ -12,6 +12,7 @@ from karpy.nodepools.counter import NodePoolCounter
 from karpy.nodepools.hash import NodePoolHash
 from karpy.nodepools.readiness import NodePoolReadiness
 from karpy.reconcile import DONE, requeue_after
+from karpy.state.keys import NodePoolName
 from tests import factories as f
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, controller_world
 from tests.kube.fakeclock import FakeClock
@@ -44,7 +45,7 @@ async def test_a_pool_whose_nodeclass_is_missing_says_so_and_becomes_ready_with_
     async with controller_world(apiserver) as world:
         readiness = NodePoolReadiness(world.state, world.client, world.recorder,
                                       node_classes=NODE_CLASSES, clock=SYSTEM_CLOCK)  # fmt: skip
-        await readiness.reconcile("general")
+        await readiness.reconcile(NodePoolName("general"))
         assert conditions(apiserver, "general") == {
             "NodeClassReady": ("False", "NodeClassNotFound"),
             "ValidationSucceeded": ("True", "ValidationSucceeded"),
@@ -53,11 +54,11 @@ async def test_a_pool_whose_nodeclass_is_missing_says_so_and_becomes_ready_with_
         apiserver.store.create("ec2nodeclasses.karpenter.k8s.aws", EXAMPLE_NODECLASS)
         mark_ready(apiserver)
         await world.settled()
-        await readiness.reconcile("general")
+        await readiness.reconcile(NodePoolName("general"))
         assert conditions(apiserver, "general")["Ready"] == ("True", "Ready")
         await world.settled()
         before = apiserver.store.get("nodepools.karpenter.sh", "general")["metadata"]
-        await readiness.reconcile("general")
+        await readiness.reconcile(NodePoolName("general"))
         after = apiserver.store.get("nodepools.karpenter.sh", "general")["metadata"]
         assert after["resourceVersion"] == before["resourceVersion"], "no write when unchanged"
 
@@ -73,7 +74,7 @@ async def test_a_pool_failing_runtime_validation_is_not_ready(apiserver):
     async with controller_world(apiserver) as world:
         readiness = NodePoolReadiness(world.state, world.client, world.recorder,
                                       node_classes=NODE_CLASSES, clock=SYSTEM_CLOCK)  # fmt: skip
-        await readiness.reconcile("weekly")
+        await readiness.reconcile(NodePoolName("weekly"))
         found = conditions(apiserver, "weekly")
         assert found["ValidationSucceeded"] == ("False", "NodePoolValidationFailed")
         assert found["Ready"][0] == "False"
@@ -92,7 +93,7 @@ async def test_a_pool_whose_class_is_unreconciled_and_that_fails_validation_says
     async with controller_world(apiserver) as world:
         readiness = NodePoolReadiness(world.state, world.client, world.recorder,
                                       node_classes=NODE_CLASSES, clock=SYSTEM_CLOCK)  # fmt: skip
-        await readiness.reconcile("weekly")
+        await readiness.reconcile(NodePoolName("weekly"))
         found = conditions(apiserver, "weekly")
         assert found["NodeClassReady"] == ("Unknown", "AwaitingReconciliation")
         assert found["Ready"] == ("False", "NodePoolValidationFailed")
@@ -111,7 +112,7 @@ async def test_the_counter_sums_the_pools_nodeclaims(apiserver):
         "other-c", nodepool="other", capacity={"cpu": "2"}, launched=False))  # fmt: skip
     async with controller_world(apiserver) as world:
         counter = NodePoolCounter(world.state, world.client, clock=SYSTEM_CLOCK)
-        await counter.reconcile("general")
+        await counter.reconcile(NodePoolName("general"))
         status = apiserver.store.get("nodepools.karpenter.sh", "general")["status"]
         assert status["nodes"] == 2
         assert status["resources"] == {"cpu": "12", "memory": "32Gi", "nodes": "2"}
@@ -122,13 +123,13 @@ async def test_the_hash_annotation_is_written_once(apiserver):
     apiserver.store.create("nodepools.karpenter.sh", f.nodepool("general"))
     async with controller_world(apiserver) as world:
         hashing = NodePoolHash(world.state, world.client)
-        await hashing.reconcile("general")
+        await hashing.reconcile(NodePoolName("general"))
         pool = apiserver.store.get("nodepools.karpenter.sh", "general")
         expected = nodepool_template_hash(NodePool.from_dict(pool).spec.template)
         assert pool["metadata"]["annotations"]["karpenter.sh/nodepool-hash"] == expected
         assert pool["metadata"]["annotations"]["karpenter.sh/nodepool-hash-version"] == "v3"
         await world.settled()
-        await hashing.reconcile("general")
+        await hashing.reconcile(NodePoolName("general"))
         again = apiserver.store.get("nodepools.karpenter.sh", "general")
         assert again["metadata"]["resourceVersion"] == pool["metadata"]["resourceVersion"]
 
@@ -143,16 +144,16 @@ async def test_the_counter_counts_a_pool_at_most_once_per_interval(apiserver):
     clock = FakeClock()
     async with controller_world(apiserver) as world:
         counter = NodePoolCounter(world.state, world.client, clock=clock, min_interval=2.0)
-        assert await counter.reconcile("general") == DONE
+        assert await counter.reconcile(NodePoolName("general")) == DONE
         assert apiserver.store.get("nodepools.karpenter.sh", "general")["status"]["nodes"] == 0
         create_with_status(apiserver, "nodeclaims.karpenter.sh", f.nodeclaim(
             "general-a", nodepool="general", capacity={"cpu": "4"}, launched=False))  # fmt: skip
         await world.settled()
         await clock.advance(0.5)
-        assert await counter.reconcile("general") == requeue_after(1.5)
+        assert await counter.reconcile(NodePoolName("general")) == requeue_after(1.5)
         assert apiserver.store.get("nodepools.karpenter.sh", "general")["status"]["nodes"] == 0
         await clock.advance(1.5)
-        assert await counter.reconcile("general") == DONE
+        assert await counter.reconcile(NodePoolName("general")) == DONE
         status = apiserver.store.get("nodepools.karpenter.sh", "general")["status"]
         assert status["nodes"] == 1
         assert status["resources"] == {"cpu": "4", "nodes": "1"}

@@ -18,6 +18,7 @@ from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.nodepools.readiness import NodePoolReadiness
 from karpy.provisioning.provisioner import Provisioner
 from karpy.settings import Settings
+from karpy.state.keys import NodePoolName
 from tests import factories as f
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
 from tests.kube.helpers import eventually
@@ -39,7 +40,7 @@ async def pool_with_limits(apiserver, limits: dict[str, str]) -> AsyncIterator[W
 async def provision(world: World) -> None:
     readiness = NodePoolReadiness(world.state, world.client, world.recorder,
                                   node_classes=NODE_CLASSES, clock=SYSTEM_CLOCK)  # fmt: skip
-    await readiness.reconcile("default")
+    await readiness.reconcile(NodePoolName("default"))
     await world.settled()
     unavailable = UnavailableOfferings()
     provider = FakeCloudProvider(embedded_catalog(), client=world.client, state=world.state,

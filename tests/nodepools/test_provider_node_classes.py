@@ -21,6 +21,7 @@ from karpy.base.clock import SYSTEM_CLOCK
 from karpy.nodepools.readiness import NodePoolReadiness
 from karpy.sandbox.apiserver import APIServer
 from karpy.state.cluster import StateChange
+from karpy.state.keys import NodePoolName
 from tests import factories as f
 from tests.fixtures.cluster import World, controller_world
 from tests.nodepools.test_nodepools import conditions
@@ -112,19 +113,19 @@ async def test_a_second_node_class_kind_is_watched_stored_and_judged_by_its_rule
         readiness = readiness_of(world, provider)
         assert readiness.watches >= {"NodePool", "EC2NodeClass", "WidgetNodeClass"}
 
-        await readiness.reconcile("widgets")
+        await readiness.reconcile(NodePoolName("widgets"))
         assert conditions(apiserver, "widgets")["NodeClassReady"] == (
             "Unknown", "AwaitingReconciliation")  # fmt: skip
 
         set_phase(apiserver, "blue", "Provisioned")
         await world.settled()
         assert world.state.snapshot().node_class(WIDGET_KIND, "blue") is not None
-        await readiness.reconcile("widgets")
+        await readiness.reconcile(NodePoolName("widgets"))
         assert conditions(apiserver, "widgets")["Ready"] == ("True", "Ready")
 
         set_phase(apiserver, "blue", "Exhausted")
         await world.settled()
-        await readiness.reconcile("widgets")
+        await readiness.reconcile(NodePoolName("widgets"))
         assert conditions(apiserver, "widgets")["NodeClassReady"] == (
             "False", "NodeClassNotReady")  # fmt: skip
         pool = apiserver.store.get("nodepools.karpenter.sh", "widgets")
@@ -156,7 +157,7 @@ async def test_a_kind_the_provider_does_not_serve_is_unsupported_naming_those_it
     provider = WidgetCloud()
     async with controller_world(apiserver) as world:
         readiness = readiness_of(world, provider)
-        await readiness.reconcile("gadgets")
+        await readiness.reconcile(NodePoolName("gadgets"))
         pool = apiserver.store.get("nodepools.karpenter.sh", "gadgets")
         found = {c["type"]: c for c in pool["status"]["conditions"]}
         assert (found["NodeClassReady"]["status"], found["NodeClassReady"]["reason"]) == (

@@ -20,6 +20,7 @@ from karpy.operator.freshness import FreshState, after_fresh_state
 from karpy.reconcile import Controller
 from karpy.state import kinds
 from karpy.state import records as p
+from karpy.state.keys import LeaseKey
 from tests import factories as f
 from tests.kube.fakeclock import FakeClock
 from tests.kube.helpers import eventually, running, transport_for
@@ -67,8 +68,9 @@ async def standby_takes_over(apiserver: Any, *, gate: bool) -> tuple[list[str], 
             async with leading(client, writers):
                 await collector.started.wait()
                 knew_late_node = "late" in state.snapshot().nodes
+                leases = [LeaseKey(f"kube-node-lease/{n}") for n in ("gone", "late")]
                 await eventually(lambda: gc.deleted >= 1 and not len(collector.queue) and not any(
-                    collector.queue.is_processing(f"kube-node-lease/{n}") for n in ("gone", "late")
+                    collector.queue.is_processing(lease) for lease in leases
                 ))  # fmt: skip
     finally:
         await transport.close()

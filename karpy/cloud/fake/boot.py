@@ -19,6 +19,7 @@ from karpy.kube.resources import NODES
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.keys import NodeClaimName
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -69,13 +70,17 @@ class FakeBoot:
         self.delay = delay
         self.clock = clock
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
-        return (change.key,) if change.new is not None else ()
+    def keys_for(self, change: StateChange) -> Iterable[NodeClaimName]:
+        return (NodeClaimName(change.key),) if change.new is not None else ()
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return [name for name, claim in snapshot.nodeclaims.items() if booting(claim, snapshot)]
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeClaimName]:
+        return [
+            NodeClaimName(name)
+            for name, claim in snapshot.nodeclaims.items()
+            if booting(claim, snapshot)
+        ]
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: NodeClaimName) -> Result:
         snapshot = self.state.snapshot()
         claim = snapshot.nodeclaims.get(key)
         if claim is None or not booting(claim, snapshot):

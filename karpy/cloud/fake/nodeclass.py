@@ -19,6 +19,7 @@ from karpy.kube.errors import NotFound
 from karpy.kube.resources import Resource
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result
+from karpy.state.keys import NodeClassName
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -49,13 +50,13 @@ class FakeNodeClassReadiness:
         self.client = client
         self.clock = clock
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
-        return (change.key,)
+    def keys_for(self, change: StateChange) -> Iterable[NodeClassName]:
+        return (NodeClassName(change.key),)
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.of(NODE_CLASS.kind).keys()
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeClassName]:
+        return map(NodeClassName, snapshot.of(NODE_CLASS.kind))
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: NodeClassName) -> Result:
         node_class = self.state.snapshot().node_class(NODE_CLASS, key)
         if node_class is None or node_class.metadata.deletion_timestamp is not None:
             return DONE

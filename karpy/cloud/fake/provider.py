@@ -308,8 +308,10 @@ class FakeCloudProvider:
 
     def controllers(self, recorder: EventRecorder) -> Sequence[Component]:
         readiness = FakeNodeClassReadiness(self.state, self.client, clock=self.clock)
-        controllers = [Controller(readiness, self.state, resync=NODECLASS_RESYNC,
-                                  clock=self.clock, metrics=self.controller_metrics)]  # fmt: skip
+        controllers: list[Component] = [
+            Controller(readiness, self.state, resync=NODECLASS_RESYNC, clock=self.clock,
+                       metrics=self.controller_metrics),
+        ]  # fmt: skip
         if self.registration_delay > 0:
             boot = FakeBoot(self.state, self.client, self.types_by_name,
                             delay=self.registration_delay, clock=self.clock)  # fmt: skip

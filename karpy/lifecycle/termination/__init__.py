@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from karpy.kube.events import EventRecorder
     from karpy.observability.metrics import Metrics
     from karpy.state.cluster import ClusterState
+    from karpy.state.keys import NodeName
 
 __all__ = ["NodeTermination", "termination_controllers", "termination_deadline"]
 
@@ -44,7 +45,7 @@ def termination_controllers(
     metrics: Metrics | None = None,
     clock: Clock = SYSTEM_CLOCK,
     workers: int = DEFAULT_WORKERS,
-) -> list[Controller[str]]:
+) -> list[Controller[NodeName]]:
     """The node termination controller, ready to run as a writer. A failing reconcile is
     retried after 100 ms, doubling up to 10 s (Karpenter's rate limiter for it)."""
     reconciler = NodeTermination(state, client, provider, recorder, metrics, clock)

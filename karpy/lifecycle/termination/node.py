@@ -66,6 +66,7 @@ from karpy.lifecycle.termination.pods import DISRUPTED_TAINT
 from karpy.log import get_logger
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.keys import NodeName
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -152,10 +153,10 @@ class NodeTermination:
 
     # --- which nodes -------------------------------------------------------------------
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
+    def keys_for(self, change: StateChange) -> Iterable[NodeName]:
         if change.kind == kinds.NODE:
             node = change.new
-            return (change.key,) if node is not None and terminating(node) else ()
+            return (NodeName(change.key),) if node is not None and terminating(node) else ()
         snapshot = self.state.snapshot()
         names: set[str] = set()
         if change.kind == kinds.POD:
@@ -163,14 +164,14 @@ class NodeTermination:
         elif change.kind == kinds.NODECLAIM:
             names.add(snapshot.node_of_claim.get(change.key, ""))
             names.update(c.status.node_name for c in (change.old, change.new) if c is not None)
-        return [n for n in names if n and _is_terminating(snapshot, n)]
+        return [NodeName(n) for n in names if n and _is_terminating(snapshot, n)]
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return [name for name, node in snapshot.nodes.items() if terminating(node)]
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeName]:
+        return [NodeName(name) for name, node in snapshot.nodes.items() if terminating(node)]
 
     # --- the steps -----------------------------------------------------------------------
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: NodeName) -> Result:
         if not self.state.kind_synced(kinds.NODE, kinds.POD, kinds.NODECLAIM):
             return requeue_after(DRAIN_POLL)  # an unlisted pod would be left behind
         snapshot = self.state.snapshot()

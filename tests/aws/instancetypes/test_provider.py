@@ -16,6 +16,7 @@ from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.disruption.explain import state_from_objects
 from karpy.settings import Settings
 from karpy.state.cluster import StateChange
+from karpy.state.keys import NodeName
 from tests.aws.instancetypes.factories import make_nodeclass, standard_amis
 from tests.factories.nodes import node, nodeclaim
 
@@ -216,11 +217,13 @@ async def test_learned_capacity_controller_keeps_the_smallest_registered_memory(
     learned = LearnedCapacity()
     for memory, expected in (("7800Mi", 7800), ("7900Mi", 7800), ("7700Mi", 7700)):
         state = state_from_objects(objects(memory))
-        await LearnedCapacityController(state, learned).reconcile("node-a")
+        await LearnedCapacityController(state, learned).reconcile(NodeName("node-a"))
         assert learned.get("m5.large", "ami-1") == expected * MI
     unregistered = objects("7000Mi")
     del unregistered[1]["metadata"]["labels"]["karpenter.sh/registered"]
-    await LearnedCapacityController(state_from_objects(unregistered), learned).reconcile("node-a")
+    await LearnedCapacityController(state_from_objects(unregistered), learned).reconcile(
+        NodeName("node-a")
+    )
     assert learned.get("m5.large", "ami-1") == 7700 * MI
 
 

@@ -24,6 +24,7 @@ from karpy.sandbox.aws.amis import register_images as register_eks_images
 from karpy.settings import Settings
 from karpy.state import kinds
 from karpy.state.cluster import StateChange
+from karpy.state.keys import NodeClassName
 from tests import factories as f
 from tests.aws.conftest import REGION
 from tests.aws.nodeclass.helpers import CLUSTER, newer_al2023_release, nodeclass_dict
@@ -63,7 +64,7 @@ async def test_status_is_written_once_and_read_back(
         apiserver.store.create(NODECLASSES, nodeclass_dict())
         await world.settled()
         controller = _controller(world, aws_clients)
-        result = await controller.reconcile("default")
+        result = await controller.reconcile(NodeClassName("default"))
         assert result.requeue_after == 60.0, "AMI_REFRESH_INTERVAL (and subnets) by default"
         stored = apiserver.store.get(NODECLASSES, "default")
         assert stored["metadata"]["finalizers"] == [FINALIZER]
@@ -82,7 +83,7 @@ async def test_status_is_written_once_and_read_back(
         parsed = world.state.snapshot().node_class(NODE_CLASS, "default")
         assert parsed.status.condition("Ready").is_true  # type: ignore[union-attr]
         version = stored["metadata"]["resourceVersion"]
-        await controller.reconcile("default")
+        await controller.reconcile(NodeClassName("default"))
         assert apiserver.store.get(NODECLASSES, "default")["metadata"]["resourceVersion"] == (
             version
         ), "nothing changed, nothing written"
@@ -90,7 +91,7 @@ async def test_status_is_written_once_and_read_back(
         stored["spec"]["subnetSelectorTerms"] = [{"tags": {"karpenter.sh/discovery": "gone"}}]
         apiserver.store.update(NODECLASSES, stored)
         await world.settled()
-        await controller.reconcile("default")
+        await controller.reconcile(NodeClassName("default"))
         broken = apiserver.store.get(NODECLASSES, "default")
         found = _conditions(broken)
         assert (found["SubnetsReady"]["status"], found["SubnetsReady"]["observedGeneration"]) == (
@@ -107,7 +108,7 @@ async def test_a_newer_ami_is_picked_up_on_the_next_refresh(
         apiserver.store.create(NODECLASSES, nodeclass_dict())
         await world.settled()
         controller = _controller(world, aws_clients, clock)
-        result = await controller.reconcile("default")
+        result = await controller.reconcile(NodeClassName("default"))
         old = aws_account.amis["al2023"]["x86_64"]
         assert old in {
             a["id"] for a in apiserver.store.get(NODECLASSES, "default")["status"]["amis"]
@@ -119,7 +120,7 @@ async def test_a_newer_ami_is_picked_up_on_the_next_refresh(
         (new,) = ids.values()
         await world.settled()
         await clock.advance(result.requeue_after or 0)
-        await controller.reconcile("default")
+        await controller.reconcile(NodeClassName("default"))
         amis = [a["id"] for a in apiserver.store.get(NODECLASSES, "default")["status"]["amis"]]
         assert amis[0] == new and old not in amis
 
@@ -131,7 +132,7 @@ async def test_deletion_waits_for_nodeclaims_then_removes_templates_and_profile(
         apiserver.store.create(NODECLASSES, nodeclass_dict())
         await world.settled()
         controller = _controller(world, aws_clients)
-        await controller.reconcile("default")
+        await controller.reconcile(NodeClassName("default"))
         profile = apiserver.store.get(NODECLASSES, "default")["status"]["instanceProfile"]
         ec2 = await aws_clients.ec2()
         ours = await _template(ec2, "karpenter.k8s.aws/ours", "default")
@@ -142,7 +143,7 @@ async def test_deletion_waits_for_nodeclaims_then_removes_templates_and_profile(
         apiserver.store.delete(NODECLASSES, "default")
         await world.settled()
 
-        result = await controller.reconcile("default")
+        result = await controller.reconcile(NodeClassName("default"))
         assert result.requeue_after == 600.0
         assert apiserver.store.try_get(NODECLASSES, "default") is not None
         await eventually(lambda: bool(world.events("WaitingOnNodeClaimTermination")))
@@ -157,7 +158,7 @@ async def test_deletion_waits_for_nodeclaims_then_removes_templates_and_profile(
         gone = StateChange(kinds.NODECLAIM, "default-a1b2c", claim, None)
         assert list(controller.keys_for(gone)) == ["default"], "a claim's deletion wakes its class"
         await eventually(lambda: "default-a1b2c" not in world.state.snapshot().nodeclaims)
-        await controller.reconcile("default")
+        await controller.reconcile(NodeClassName("default"))
         assert apiserver.store.try_get(NODECLASSES, "default") is None
         names = {t["LaunchTemplateId"] for t in
                  (await ec2.describe_launch_templates())["LaunchTemplates"]}  # fmt: skip
@@ -175,11 +176,11 @@ async def test_an_isolated_vpc_leaves_instance_profiles_to_iam_users(
         apiserver.store.create(NODECLASSES, nodeclass_dict())
         await world.settled()
         controller = _controller(world, aws_clients, isolated_vpc=True)
-        await controller.reconcile("default")
+        await controller.reconcile(NodeClassName("default"))
         profile = apiserver.store.get(NODECLASSES, "default")["status"]["instanceProfile"]
         apiserver.store.delete(NODECLASSES, "default")
         await world.settled()
-        await controller.reconcile("default")
+        await controller.reconcile(NodeClassName("default"))
         assert apiserver.store.try_get(NODECLASSES, "default") is None
         iam = await aws_clients.iam()
         assert (await iam.get_instance_profile(InstanceProfileName=profile))["InstanceProfile"]
@@ -243,7 +244,7 @@ async def test_hash_annotations_and_nodeclaims_restamped_on_a_new_hash_version(
         apiserver.store.create(NODECLAIMS, other)
         await world.settled()
         stamp = NodeClassHash(world.state, world.client, ca_bundle="CA")
-        await stamp.reconcile("default")
+        await stamp.reconcile(NodeClassName("default"))
         expected = ec2nodeclass_hash(EC2NodeClass.from_dict(nodeclass_dict()), "CA")
         annotations = apiserver.store.get(NODECLASSES, "default")["metadata"]["annotations"]
         version = annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"]
@@ -258,7 +259,7 @@ async def test_hash_annotations_and_nodeclaims_restamped_on_a_new_hash_version(
 
         await world.settled()
         written = apiserver.store.get(NODECLASSES, "default")["metadata"]["resourceVersion"]
-        await stamp.reconcile("default")
+        await stamp.reconcile(NodeClassName("default"))
         assert apiserver.store.get(NODECLASSES, "default")["metadata"]["resourceVersion"] == written
 
 

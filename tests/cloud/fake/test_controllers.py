@@ -13,6 +13,7 @@ from karpy.cloud.fake.nodeclass import FakeNodeClassReadiness
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.kube.resources import NODES
 from karpy.reconcile import DONE
+from karpy.state.keys import NodeClaimName, NodeClassName
 from tests import factories as f
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, controller_world
 from tests.kube.fakeclock import START, FakeClock
@@ -35,7 +36,7 @@ async def test_every_ec2nodeclass_is_ready_once_and_again_per_generation(apiserv
         apiserver.store.update_status(NODECLASSES, created)
         await world.settled()
         readiness = FakeNodeClassReadiness(world.state, world.client, clock=clock)
-        assert await readiness.reconcile("default") == DONE
+        assert await readiness.reconcile(NodeClassName("default")) == DONE
         await world.settled()
         ready = apiserver.store.get(NODECLASSES, "default")
         found = conditions(ready)
@@ -44,7 +45,7 @@ async def test_every_ec2nodeclass_is_ready_once_and_again_per_generation(apiserv
             assert found[type_]["lastTransitionTime"] == "2025-01-01T00:00:00Z"
         assert "Custom" in found, "conditions others wrote are kept"
 
-        await readiness.reconcile("default")
+        await readiness.reconcile(NodeClassName("default"))
         assert (
             apiserver.store.get(NODECLASSES, "default")["metadata"]["resourceVersion"]
             == (ready["metadata"]["resourceVersion"])
@@ -53,7 +54,7 @@ async def test_every_ec2nodeclass_is_ready_once_and_again_per_generation(apiserv
         ready["spec"]["role"] = "AnotherRole"
         apiserver.store.update(NODECLASSES, ready)
         await world.settled()
-        await readiness.reconcile("default")
+        await readiness.reconcile(NodeClassName("default"))
         observed = conditions(apiserver.store.get(NODECLASSES, "default"))["Ready"]
         assert observed["observedGeneration"] == 2
 
@@ -89,10 +90,10 @@ async def test_a_booting_instance_joins_after_the_delay_even_across_a_restart(ap
                         clock=clock)  # fmt: skip
         assert list(boot.all_keys(world.state.snapshot())) == ["default-boot1"]
         await clock.advance(10)
-        result = await boot.reconcile("default-boot1")
+        result = await boot.reconcile(NodeClaimName("default-boot1"))
         assert result.requeue_after == 20.0
         await clock.advance(20)
-        assert await boot.reconcile("default-boot1") == DONE
+        assert await boot.reconcile(NodeClaimName("default-boot1")) == DONE
         node = await world.client.get(NODES, "default-boot1")
         assert node["spec"]["providerID"] == instance.provider_id
         assert node["metadata"]["labels"]["node.kubernetes.io/instance-type"] == (

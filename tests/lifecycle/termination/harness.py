@@ -30,6 +30,7 @@ from karpy.sandbox.apiserver import APIServer
 from karpy.state import kinds
 from karpy.state import records as p
 from karpy.state.cluster import ClusterState
+from karpy.state.keys import NodeName
 from tests import factories as f
 from tests.factories import Obj
 from tests.kube.fakeclock import FakeClock
@@ -212,7 +213,7 @@ class Cluster:
     async def reconcile(self, node: str) -> Result:
         """One pass over ``node`` once state has caught up with the API server."""
         await self.settle()
-        return await self.termination.reconcile(node)
+        return await self.termination.reconcile(NodeName(node))
 
     async def until(self, node: str, done: Callable[[], bool], *, passes: int = 30) -> int:
         """Reconcile ``node`` pass after pass, moving the clock on by what each asks for,

@@ -21,6 +21,7 @@ from karpy.base.clock import SYSTEM_CLOCK
 from karpy.log import get_logger
 from karpy.reconcile import DONE, Result
 from karpy.state import kinds
+from karpy.state.keys import NodeName
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -91,17 +92,17 @@ class LearnedCapacityController:
         self.state = state
         self.learned = learned
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
+    def keys_for(self, change: StateChange) -> Iterable[NodeName]:
         if change.kind == kinds.NODE:
-            return (change.key,)
+            return (NodeName(change.key),)
         claim = change.new if change.new is not None else change.old
         node_name = getattr(getattr(claim, "status", None), "node_name", "")
-        return (node_name,) if node_name else ()
+        return (NodeName(node_name),) if node_name else ()
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.nodes.keys()
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeName]:
+        return map(NodeName, snapshot.nodes)
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: NodeName) -> Result:
         snapshot = self.state.snapshot()
         node = snapshot.nodes.get(key)
         claim_name = snapshot.claim_of_node.get(key)

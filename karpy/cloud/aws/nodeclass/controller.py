@@ -40,6 +40,7 @@ from karpy.kube.errors import NotFound
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.keys import NodeClassName
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -87,27 +88,27 @@ class NodeClassController:
         self.isolated_vpc = isolated_vpc
         self.recorder = recorder
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
+    def keys_for(self, change: StateChange) -> Iterable[NodeClassName]:
         if change.kind == kinds.NODECLAIM:
             if change.new is None and change.old is not None:
                 ref = change.old.spec.node_class_ref
-                return (ref.name,) if ref.kind == "EC2NodeClass" else ()
+                return (NodeClassName(ref.name),) if ref.kind == "EC2NodeClass" else ()
             return ()
         old, new = change.old, change.new
         if old is None or new is None:
-            return (change.key,)
+            return (NodeClassName(change.key),)
         before, after = old.metadata, new.metadata
         moved = (
             before.generation != after.generation
             or before.finalizers != after.finalizers
             or before.deletion_timestamp != after.deletion_timestamp
         )
-        return (change.key,) if moved else ()
+        return (NodeClassName(change.key),) if moved else ()
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.of(NODE_CLASS.kind).keys()
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeClassName]:
+        return map(NodeClassName, snapshot.of(NODE_CLASS.kind))
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: NodeClassName) -> Result:
         snapshot = self.state.snapshot()
         nodeclass = snapshot.node_class(NODE_CLASS, key)
         if nodeclass is None:

@@ -21,6 +21,7 @@ from karpy.cloud.aws.nodeclasses import EC2NODECLASSES, NODE_CLASS
 from karpy.kube.errors import NotFound
 from karpy.kube.resources import NODECLAIMS
 from karpy.reconcile import DONE, Result
+from karpy.state.keys import NodeClassName
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -54,13 +55,13 @@ class NodeClassHash:
         self.client = client
         self.ca_bundle = ca_bundle
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
-        return (change.key,) if change.new is not None else ()
+    def keys_for(self, change: StateChange) -> Iterable[NodeClassName]:
+        return (NodeClassName(change.key),) if change.new is not None else ()
 
-    def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:
-        return snapshot.of(NODE_CLASS.kind).keys()
+    def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeClassName]:
+        return map(NodeClassName, snapshot.of(NODE_CLASS.kind))
 
-    async def reconcile(self, key: str) -> Result:
+    async def reconcile(self, key: NodeClassName) -> Result:
         snapshot = self.state.snapshot()
         nodeclass = snapshot.node_class(NODE_CLASS, key)
         if nodeclass is None or nodeclass.metadata.deletion_timestamp is not None:
