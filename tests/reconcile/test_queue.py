@@ -93,3 +93,30 @@ async def test_metrics_count_adds_retries_and_depth():
     await take_all(queue)
     assert value("workqueue_depth") == 0
     assert value("workqueue_work_duration_seconds_count") == 2
+
+
+async def test_settled_waits_until_its_keys_are_neither_queued_nor_processing():
+    clock = FakeClock()
+    queue = WorkQueue[str]("q", clock=clock)
+    queue.add("a")
+    queue.add("b")
+    waiter = asyncio.create_task(queue.settled(["a", "b"]))
+    key = await queue.get()
+    queue.add(key)  # dirty: it comes back after done
+    queue.done(key)
+    await asyncio.sleep(0)
+    assert not waiter.done(), "a and b are both queued again or still"
+    for _ in range(2):
+        queue.done(await queue.get())
+    await asyncio.wait_for(waiter, 1)
+    queue.add_rate_limited("c")  # waiting out a backoff: settled as far as callers care
+    await asyncio.wait_for(queue.settled(["c"]), 1)
+
+
+async def test_shutdown_releases_those_waiting_for_keys_to_settle():
+    queue = WorkQueue[str]("q")
+    queue.add("a")
+    waiter = asyncio.create_task(queue.settled(["a"]))
+    await asyncio.sleep(0)
+    queue.shutdown()
+    await asyncio.wait_for(waiter, 1)
