@@ -28,6 +28,7 @@ from karpy.state.cluster import StateChange
 from tests import factories as f
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
 from tests.kube.fakeclock import FakeClock
+from tests.kube.helpers import eventually
 
 INSTANCE_TYPE = "c-2x-amd64-linux"
 NODECLAIMS = "nodeclaims.karpenter.sh"
@@ -315,3 +316,23 @@ async def test_a_pod_bound_elsewhere_than_planned_asks_for_a_round_at_once(apise
         c.bind("z", other)
         await c.world.settled()
         assert c.triggered == [f"displaced/{other}"]
+
+
+async def test_a_nodeclaim_deleted_before_the_next_round_no_longer_counts_as_on_its_way(
+    apiserver,
+):
+    """A round's NodeClaim stands in for itself until the informer reports it; once the
+    informer has seen it come and go, its pods need a home again at the next round."""
+    async with cluster(apiserver) as c:
+        c.pending_pod("x")
+        await c.round()
+        (a,) = c.claims()
+        claim = c.store.get(NODECLAIMS, a)
+        claim["metadata"]["finalizers"] = []  # gone at once, as a launch refused leaves it
+        c.store.update(NODECLAIMS, claim)
+        c.store.delete(NODECLAIMS, a)
+        await eventually(lambda: a not in c.world.state.snapshot().nodeclaims)
+        await c.round()
+        claims = c.claims()
+        assert len(claims) == 1 and a not in claims, "x got a NodeClaim again"
+        assert c.nominated_to("x") == claims[0]
