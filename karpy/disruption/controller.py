@@ -14,7 +14,7 @@ Karpenter's) on, recomputes the candidates, budgets and, for
 consolidation, the simulation on a new snapshot, and abandons the command unless it
 still holds (pods may have arrived, budgets may have closed). No pass sleeps, so a stop
 or a lost lease never waits on a decision, and a pass cancelled during its what-if solves
-stops their worker thread too (`karpy.provisioning.cancellable.solve_in_thread`).
+stops their worker thread too (`karpy.rounds.cancellable.solve_in_thread`).
 
 Starting a command writes it to the API: each candidate NodeClaim gets the
 ``DisruptionReason`` condition and the names of its replacements, then the replacement
@@ -61,9 +61,9 @@ from karpy.lifecycle.conditions import (
     patch_status,
 )
 from karpy.log import describe_error, get_logger, obj_ref
-from karpy.provisioning.cancellable import solve_in_thread
-from karpy.provisioning.nodeclaims import nodeclaim_for, random_suffix
 from karpy.reconcile import DONE, Result, requeue_after
+from karpy.rounds.cancellable import solve_in_thread
+from karpy.rounds.nodeclaims import nodeclaim_for, random_suffix
 from karpy.state import kinds
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     from karpy.kube.client import KubeClient
     from karpy.kube.events import EventRecorder
     from karpy.observability.karpenter_metrics import KarpenterMetrics
-    from karpy.provisioning.contextcache import CompiledContext, ContextCache
+    from karpy.rounds.contextcache import CompiledContext, ContextCache
     from karpy.scheduling.results import NodeClaimPlan
     from karpy.settings import Settings
     from karpy.state.cluster import ClusterState, StateChange

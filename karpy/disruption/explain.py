@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from karpy.apis.nodeclaim import NodeClaim
     from karpy.disruption.candidates import Candidate
     from karpy.kube.informer import WatchSpec
-    from karpy.provisioning.contextcache import CompiledContext
+    from karpy.rounds.contextcache import CompiledContext
     from karpy.settings import Settings
     from karpy.state.snapshot import StateSnapshot
 

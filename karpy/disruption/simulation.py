@@ -19,7 +19,7 @@ import attrs
 from karpy.apis.labels import CAPACITY_TYPE_SPOT
 from karpy.base.gcpause import gc_paused
 from karpy.disruption.prefilter import Prefilter
-from karpy.provisioning.inputs import RoundInput, build_round_input
+from karpy.rounds.inputs import RoundInput, build_round_input
 from karpy.scheduling.reschedule import reschedulable_pods
 from karpy.scheduling.solver import Scheduler
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from karpy.disruption.candidates import Candidate
-    from karpy.provisioning.contextcache import CompiledContext
+    from karpy.rounds.contextcache import CompiledContext
     from karpy.scheduling.pods import Pod
     from karpy.scheduling.results import NodeClaimPlan, Results
     from karpy.settings import Settings
@@ -80,7 +80,7 @@ class WhatIf:
 
     def cancelled_by(self, cancel: threading.Event) -> WhatIf:
         """These what-ifs, their solves ending with `SolveCancelled` once ``cancel`` is set
-        (`karpy.provisioning.cancellable.solve_in_thread` sets it)."""
+        (`karpy.rounds.cancellable.solve_in_thread` sets it)."""
         self.cancel = cancel
         return self
 

@@ -24,7 +24,7 @@ from karpy.disruption.explain import explain_node, state_from_objects
 from karpy.errors import UsageError
 from karpy.kube.client import KubeClient
 from karpy.kube.transport import Transport, load_configuration
-from karpy.provisioning.contextcache import CompiledContext
+from karpy.rounds.contextcache import CompiledContext
 from karpy.scheduling.catalog import CatalogError, parse_catalog
 from karpy.scheduling.context import build_context
 from karpy.settings import Settings

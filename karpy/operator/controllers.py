@@ -50,6 +50,7 @@ from karpy.nodepools.hash import NodePoolHash
 from karpy.nodepools.readiness import NodePoolReadiness
 from karpy.provisioning.provisioner import Provisioner
 from karpy.reconcile import UNIT, BatchingSource, Controller, Singleton
+from karpy.rounds.contextcache import context_cache
 
 if TYPE_CHECKING:
     from karpy.base.clock import Clock
@@ -96,8 +97,11 @@ def build_controllers(
         return Controller(reconciler, state, workers=workers, resync=resync, clock=clock,
                           metrics=cm, base_delay=base_delay, max_delay=max_delay)  # fmt: skip
 
+    # One compiled NodePool and instance-type context for provisioning and disruption.
+    contexts = context_cache(settings, provider, unavailable)
     provisioner = Provisioner(state, client, provider, recorder, settings,
-                              unavailable=unavailable, metrics=karpenter, clock=clock)  # fmt: skip
+                              unavailable=unavailable, metrics=karpenter, clock=clock,
+                              contexts=contexts)  # fmt: skip
     # NodeClaims a round created stand in for themselves until the informer reports them.
     state.subscribe(provisioner.claims_informed)
     batching = BatchingSource(
@@ -125,7 +129,7 @@ def build_controllers(
         controller(Expiration(state, client, clock=clock, metrics=karpenter), workers=4,
                    resync=SLOW_RESYNC),
         controller(Singleton(Disruption(state, client, recorder, settings,
-                                        contexts=provisioner.contexts,
+                                        contexts=contexts,
                                         nominations=provisioner.live_nominations, clock=clock,
                                         metrics=karpenter)), resync=DISRUPTION_POLL),
         controller(DisruptionQueue(state, client, recorder, clock=clock, metrics=karpenter),

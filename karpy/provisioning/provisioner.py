@@ -48,14 +48,14 @@ from karpy.kube.errors import AlreadyExists, KubeError, TransportError
 from karpy.kube.events import Event, ObjectRef
 from karpy.kube.resources import NODECLAIMS
 from karpy.log import describe_error, get_logger, obj_ref
-from karpy.provisioning.cancellable import solve_in_thread
 from karpy.provisioning.conflicts import shut_out_by_anti_affinity
-from karpy.provisioning.contextcache import ContextCache
-from karpy.provisioning.inputs import build_round_input
-from karpy.provisioning.nodeclaims import nodeclaim_for, random_suffix
 from karpy.provisioning.nominations import Nominations
 from karpy.provisioning.outcomes import NominationOutcomes
 from karpy.reconcile import DONE, Result, requeue_after
+from karpy.rounds.cancellable import solve_in_thread
+from karpy.rounds.contextcache import ContextCache, context_cache
+from karpy.rounds.inputs import build_round_input
+from karpy.rounds.nodeclaims import nodeclaim_for, random_suffix
 from karpy.scheduling.resources import fits as resource_fits
 from karpy.scheduling.solver import Scheduler
 from karpy.scheduling.usage import NodePoolUsage
@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from karpy.kube.client import KubeClient
     from karpy.kube.events import EventRecorder
     from karpy.observability.karpenter_metrics import KarpenterMetrics
-    from karpy.provisioning.contextcache import CompiledContext
+    from karpy.rounds.contextcache import CompiledContext
     from karpy.scheduling.pods import Pod
     from karpy.scheduling.results import NodeClaimPlan, Results
     from karpy.settings import Settings
@@ -110,7 +110,10 @@ class Provisioner:
         metrics: KarpenterMetrics | None = None,
         clock: Clock,
         nominations: Nominations | None = None,
+        contexts: ContextCache | None = None,
     ) -> None:
+        """``contexts`` is the compiled-context cache, shared with disruption by the
+        operator; without one the provisioner builds its own."""
         self.state = state
         self.client = client
         self.provider = provider
@@ -121,10 +124,7 @@ class Provisioner:
         self.nominations = nominations or Nominations(
             max(2 * settings.batch_max_duration / 1e9, 10.0)
         )
-        self.contexts = ContextCache(
-            provider, unavailable, min_values_policy=settings.min_values_policy,
-            overlays_enabled=settings.feature_gates.node_overlay,
-        )  # fmt: skip
+        self.contexts = contexts or context_cache(settings, provider, unavailable)
         self.timeout = settings.scheduling_timeout / 1e9
         self.rounds = 0
         self.solving = False  # a round's solve is running in a worker thread

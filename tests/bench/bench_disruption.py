@@ -64,7 +64,7 @@ def run_case(nodes: int) -> dict[str, Any]:
     from karpy.disruption.controller import Disruption
     from karpy.disruption.explain import state_from_objects
     from karpy.kube.events import EventRecorder
-    from karpy.provisioning.contextcache import CompiledContext
+    from karpy.rounds.contextcache import CompiledContext
     from karpy.scheduling.context import build_context
     from karpy.settings import Settings
     from tests.disruption.world import CATALOG, TYPES
@@ -218,7 +218,7 @@ def run_settled_case(pods: int = 40_000) -> dict[str, Any]:
     from karpy.disruption.methods.consolidation import consolidation_candidates
     from karpy.disruption.methods.singlenode import single_node_command
     from karpy.disruption.simulation import Simulation, WhatIf
-    from karpy.provisioning.contextcache import CompiledContext
+    from karpy.rounds.contextcache import CompiledContext
     from karpy.scheduling.catalog import parse_catalog
     from karpy.scheduling.context import build_context
     from karpy.settings import Settings

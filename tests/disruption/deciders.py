@@ -13,7 +13,7 @@ import attrs
 from karpy.disruption.controller import Disruption
 from karpy.disruption.explain import state_from_objects
 from karpy.kube.events import Event
-from karpy.provisioning.contextcache import CompiledContext
+from karpy.rounds.contextcache import CompiledContext
 from karpy.settings import Settings
 from karpy.state.snapshot import StateSnapshot
 from tests.disruption.world import NOW, World

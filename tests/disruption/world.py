@@ -18,7 +18,7 @@ from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.disruption.candidates import Candidate, find_candidates
 from karpy.disruption.explain import state_from_objects
 from karpy.disruption.simulation import Simulation, simulate
-from karpy.provisioning.contextcache import CompiledContext
+from karpy.rounds.contextcache import CompiledContext
 from karpy.scheduling.context import build_context
 from karpy.settings import Settings
 from karpy.state.snapshot import StateSnapshot

@@ -15,8 +15,8 @@ from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.fake import FakeCloudProvider
 from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.cloud.unavailable import UnavailableOfferings
-from karpy.provisioning.cancellable import solve_in_thread
 from karpy.provisioning.provisioner import CREATE_CONCURRENCY, Provisioner
+from karpy.rounds.cancellable import solve_in_thread
 from karpy.scheduling.solver import SolveCancelled
 from karpy.settings import Settings
 from tests import factories as f

@@ -28,9 +28,10 @@ if TYPE_CHECKING:
     from karpy.cloud.unavailable import UnavailableOfferings
     from karpy.scheduling.context import SchedulingContext
     from karpy.scheduling.instancetypes import InstanceType
+    from karpy.settings import Settings
     from karpy.state.snapshot import StateSnapshot
 
-__all__ = ["CompiledContext", "ContextCache"]
+__all__ = ["CompiledContext", "ContextCache", "context_cache"]
 
 log = get_logger("provisioner")
 
@@ -120,3 +121,14 @@ class ContextCache:
             if self._reported.get(name) != reason:
                 log.warning("skipping nodepool", **obj_ref("NodePool", name), reason=reason)
         self._reported = dict(unusable)
+
+
+def context_cache(
+    settings: Settings, provider: CloudProvider, unavailable: UnavailableOfferings
+) -> ContextCache:
+    """The cache ``settings`` configure (minValues policy, the NodeOverlay gate): one per
+    controller process, shared by provisioning and disruption."""
+    return ContextCache(
+        provider, unavailable, min_values_policy=settings.min_values_policy,
+        overlays_enabled=settings.feature_gates.node_overlay,
+    )  # fmt: skip

@@ -10,7 +10,7 @@ from karpy.apis.labels import AWS_WELL_KNOWN_LABELS, LABEL_AWS_INSTANCE_FAMILY
 from karpy.apis.nodepool import NodePool
 from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.cloud.unavailable import UnavailableOfferings
-from karpy.provisioning.contextcache import ContextCache
+from karpy.rounds.contextcache import ContextCache
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.state import kinds
 from karpy.state.cluster import ClusterState

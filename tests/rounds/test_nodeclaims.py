@@ -7,7 +7,7 @@ import random
 from karpy.apis.hashes import nodepool_template_hash
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.apis.nodepool import NodePool
-from karpy.provisioning.nodeclaims import nodeclaim_for, random_suffix
+from karpy.rounds.nodeclaims import nodeclaim_for, random_suffix
 from karpy.scheduling.solver import Scheduler
 from karpy.simulate.snapshot import build_input
 from tests import factories as f

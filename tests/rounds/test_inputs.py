@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from karpy.apis.nodeclaim import NodeClaim
-from karpy.provisioning.inputs import build_round_input, estimate_unlaunched
+from karpy.rounds.inputs import build_round_input, estimate_unlaunched
 from karpy.scheduling.catalog import parse_catalog
 from karpy.state import kinds
 from karpy.state import records as p
 from karpy.state.cluster import ClusterState
 from tests import factories as f
-from tests.provisioning.test_nodeclaims import CATALOG_TWO
+from tests.rounds.test_nodeclaims import CATALOG_TWO
 
 TYPES = {it.name: it for it in parse_catalog(CATALOG_TWO).instance_types}
 GiB = 1024**3 * 1000
