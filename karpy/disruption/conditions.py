@@ -43,7 +43,7 @@ from karpy.state import kinds
 from karpy.state.keys import NodeClaimName
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from karpy.apis.conditions import ConditionSet
     from karpy.apis.nodeclaim import NodeClaim
@@ -107,14 +107,21 @@ class NodeClaimDisruptionConditions:
             return [NodeClaimName(c.name) for c in snapshot.nodeclaims.values()
                     if c.spec.node_class_ref.kind == change.kind
                     and c.spec.node_class_ref.name == change.key]  # fmt: skip
-        node = _pod_event_node(change.old, change.new)
-        if node is None:
-            return ()
-        claim = snapshot.claim_for_node(node)
-        if claim is None:
-            return ()
-        self._pod_events[claim.name] = self.clock.now()
-        return (NodeClaimName(claim.name),)
+        claim_name = _pod_event_claim(snapshot, change)
+        return (NodeClaimName(claim_name),) if claim_name is not None else ()
+
+    def pod_events_observed(self, changes: Sequence[StateChange]) -> None:
+        """Note when each NodeClaim's node last had a pod event (a bind, a removal, a pod
+        going terminal: Karpenter's podevents), for ``lastPodEventTime``; subscribed to
+        cluster state by the wiring, beside this controller's own subscription."""
+        snapshot = None
+        for change in changes:
+            if change.kind != kinds.POD:
+                continue
+            snapshot = snapshot or self.state.snapshot()
+            claim = _pod_event_claim(snapshot, change)
+            if claim is not None:
+                self._pod_events[claim] = self.clock.now()
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeClaimName]:
         return map(NodeClaimName, snapshot.nodeclaims)
@@ -262,6 +269,15 @@ def _admits(operator: str, values: tuple[str, ...], value: str | None) -> bool:
         return {"Gt": have > bound, "Lt": have < bound, "Gte": have >= bound,
                 "Lte": have <= bound}[operator]  # fmt: skip
     return True
+
+
+def _pod_event_claim(snapshot: StateSnapshot, change: StateChange) -> str | None:
+    """The NodeClaim whose node a pod change is a pod event on, if any."""
+    node = _pod_event_node(change.old, change.new)
+    if node is None:
+        return None
+    claim = snapshot.claim_for_node(node)
+    return claim.name if claim is not None else None
 
 
 def _pod_event_node(old: PodInfo | None, new: PodInfo | None) -> str | None:

@@ -102,6 +102,9 @@ def build_controllers(
     provisioner = Provisioner(state, client, provider, recorder, settings,
                               unavailable=unavailable, metrics=karpenter, clock=clock,
                               contexts=contexts)  # fmt: skip
+    disruption_conditions = NodeClaimDisruptionConditions(state, client, provider, clock=clock)
+    # Pod events on a NodeClaim's node are noted as they happen, for lastPodEventTime.
+    state.subscribe(disruption_conditions.pod_events_observed)
     # NodeClaims a round created stand in for themselves until the informer reports them.
     state.subscribe(provisioner.claims_informed)
     batching = BatchingSource(
@@ -124,8 +127,7 @@ def build_controllers(
         controller(NodePoolHash(state, client), resync=SLOW_RESYNC),
         controller(LeaseGarbageCollection(state, client, grace=timings.lease_gc_grace,
                                           metrics=metrics), resync=timings.lease_gc_period),
-        controller(NodeClaimDisruptionConditions(state, client, provider, clock=clock),
-                   workers=4, resync=SLOW_RESYNC),
+        controller(disruption_conditions, workers=4, resync=SLOW_RESYNC),
         controller(Expiration(state, client, clock=clock, metrics=karpenter), workers=4,
                    resync=SLOW_RESYNC),
         controller(Singleton(Disruption(state, client, recorder, settings,

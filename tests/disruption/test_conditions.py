@@ -32,3 +32,43 @@ async def test_consolidatable_observes_the_nodeclaims_generation(apiserver):
         await judge.reconcile(NodeClaimName("default-a"))
         again = apiserver.store.get(NODECLAIMS, "default-a")["metadata"]["resourceVersion"]
         assert again == written, "no write when nothing changed"
+
+
+async def test_a_pod_bound_to_the_node_sets_last_pod_event_time_through_its_observer(apiserver):
+    """Noting a pod event is the observer's job, subscribed beside the controller: asking
+    which keys a change concerns records nothing (keys_for is pure)."""
+    apiserver.store.create("nodepools.karpenter.sh", f.nodepool("default"))
+    spec = f.nodeclaim(
+        "default-a",
+        nodepool="default",
+        provider_id="fake://a",
+        node_name="node-a",
+        registered=True,
+        initialized=True,
+    )
+    created = apiserver.store.create(NODECLAIMS, spec)
+    conditions = [{**c, "lastTransitionTime": "2025-01-01T00:00:00Z"}
+                  for c in spec["status"]["conditions"]]  # fmt: skip
+    created["status"] = {**spec["status"], "conditions": conditions}
+    apiserver.store.update_status(NODECLAIMS, created)
+    apiserver.store.create("nodes", f.node("node-a", provider_id="fake://a"))
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        judge = NodeClaimDisruptionConditions(world.state, world.client, ctx.provider,
+                                              clock=clock)  # fmt: skip
+        pod = f.pod("web", node_name="node-a")
+        unsubscribe = world.state.subscribe(
+            lambda changes: [judge.keys_for(c) for c in changes]
+        )  # only asks for keys
+        apiserver.store.create("pods", pod)
+        await world.settled()
+        unsubscribe()
+        await judge.reconcile(NodeClaimName("default-a"))
+        status = apiserver.store.get(NODECLAIMS, "default-a")["status"]
+        assert "lastPodEventTime" not in status, "keys_for noted a pod event"
+
+        world.state.subscribe(judge.pod_events_observed)
+        apiserver.store.create("pods", f.pod("api", node_name="node-a"))
+        await world.settled()
+        await judge.reconcile(NodeClaimName("default-a"))
+        status = apiserver.store.get(NODECLAIMS, "default-a")["status"]
+        assert status["lastPodEventTime"] == clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
