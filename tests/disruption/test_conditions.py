@@ -3,7 +3,10 @@ writes observe the NodeClaim's generation, as every karpy condition does."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from karpy.disruption.conditions import NodeClaimDisruptionConditions
+from karpy.state.cluster import StateChange
 from karpy.state.keys import NodeClaimName
 from tests import factories as f
 from tests.lifecycle.helpers import lifecycle
@@ -56,9 +59,12 @@ async def test_a_pod_bound_to_the_node_sets_last_pod_event_time_through_its_obse
         judge = NodeClaimDisruptionConditions(world.state, world.client, ctx.provider,
                                               clock=clock)  # fmt: skip
         pod = f.pod("web", node_name="node-a")
-        unsubscribe = world.state.subscribe(
-            lambda changes: [judge.keys_for(c) for c in changes]
-        )  # only asks for keys
+
+        def ask_for_keys(changes: Sequence[StateChange]) -> None:
+            for change in changes:  # only asks which keys each change concerns
+                judge.keys_for(change)
+
+        unsubscribe = world.state.subscribe(ask_for_keys)
         apiserver.store.create("pods", pod)
         await world.settled()
         unsubscribe()

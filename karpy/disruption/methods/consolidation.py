@@ -26,7 +26,8 @@ import attrs
 from karpy.apis.disruption import ConsolidationPolicy, DisruptionReason
 from karpy.apis.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, LABEL_CAPACITY_TYPE
 from karpy.disruption.conditions import CONSOLIDATABLE
-from karpy.disruption.methods.command import Command, ConsolidationType
+from karpy.disruption.methods.command import NOTHING, Command, ConsolidationType, Outcome
+from karpy.disruption.methods.method import DisruptionClass
 from karpy.lifecycle.conditions import is_true
 from karpy.scheduling.requirements import Requirement
 from karpy.state import kinds
@@ -44,6 +45,7 @@ __all__ = [
     "CONSOLIDATION_INPUTS",
     "MIN_SPOT_TO_SPOT_OPTIONS",
     "Consolidated",
+    "ConsolidationMethod",
     "can_consolidate",
     "cheaper_replacement",
     "consolidate",
@@ -202,3 +204,38 @@ def cheaper_replacement(
     )
     return attrs.evolve(plan, options=mask, requirements=requirements,
                         instance_type=cheapest, offering=offering), ""  # fmt: skip
+
+
+class ConsolidationMethod:
+    """What the two consolidation methods share (Karpenter embeds one ``consolidation`` in
+    both): the candidates they take, skipping inputs already found to hold nothing, and
+    marking them so when no candidate is left within the budgets. A subclass says how to
+    find a command among the chosen candidates (`command_for`)."""
+
+    reason = DisruptionReason.UNDERUTILIZED
+    disruption_class = DisruptionClass.GRACEFUL
+    simulates = True
+
+    def __init__(self, consolidated: Consolidated, *, spot_to_spot: bool) -> None:
+        self.consolidated = consolidated
+        self.spot_to_spot = spot_to_spot
+
+    def should_disrupt(self, candidate: Candidate) -> bool:
+        return should_consolidate(candidate)
+
+    def should_run(self, what_if: WhatIf, budgets: Mapping[str, int]) -> bool:
+        return not self.consolidated.is_consolidated(what_if, budgets)
+
+    def compute_command(
+        self, candidates: Sequence[Candidate], budgets: dict[str, int], what_if: WhatIf
+    ) -> Outcome:
+        chosen = consolidation_candidates(candidates, budgets)
+        if not chosen:
+            self.consolidated.mark_consolidated(what_if, budgets)
+            return NOTHING
+        return self.command_for(chosen, budgets, what_if)
+
+    def command_for(
+        self, chosen: Sequence[Candidate], budgets: Mapping[str, int], what_if: WhatIf
+    ) -> Outcome:
+        raise NotImplementedError

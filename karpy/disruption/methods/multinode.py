@@ -12,20 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from karpy.apis.disruption import DisruptionReason
 from karpy.disruption.methods.command import NOTHING, Command, ConsolidationType, Outcome
-from karpy.disruption.methods.consolidation import (
-    consolidate,
-    consolidation_candidates,
-    should_consolidate,
-)
-from karpy.disruption.methods.method import DisruptionClass
+from karpy.disruption.methods.consolidation import ConsolidationMethod, consolidate
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from karpy.disruption.candidates import Candidate
-    from karpy.disruption.methods.consolidation import Consolidated
     from karpy.disruption.simulation import Simulation, WhatIf
 
 __all__ = ["MAX_MULTI_NODE_CANDIDATES", "MultiNodeConsolidation", "multi_node_command"]
@@ -56,28 +49,11 @@ def multi_node_command(
     return Outcome(best)
 
 
-class MultiNodeConsolidation:
-    reason = DisruptionReason.UNDERUTILIZED
+class MultiNodeConsolidation(ConsolidationMethod):
     consolidation_type = ConsolidationType.MULTI
-    disruption_class = DisruptionClass.GRACEFUL
-    simulates = True
     refusal_event = ""
 
-    def __init__(self, consolidated: Consolidated, *, spot_to_spot: bool) -> None:
-        self.consolidated = consolidated
-        self.spot_to_spot = spot_to_spot
-
-    def should_disrupt(self, candidate: Candidate) -> bool:
-        return should_consolidate(candidate)
-
-    def should_run(self, what_if: WhatIf, budgets: Mapping[str, int]) -> bool:
-        return not self.consolidated.is_consolidated(what_if, budgets)
-
-    def compute_command(
-        self, candidates: Sequence[Candidate], budgets: dict[str, int], what_if: WhatIf
+    def command_for(
+        self, chosen: Sequence[Candidate], budgets: Mapping[str, int], what_if: WhatIf
     ) -> Outcome:
-        chosen = consolidation_candidates(candidates, budgets)
-        if not chosen:
-            self.consolidated.mark_consolidated(what_if, budgets)
-            return NOTHING
         return multi_node_command(chosen, what_if, spot_to_spot=self.spot_to_spot)
