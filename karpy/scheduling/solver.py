@@ -115,11 +115,13 @@ class Scheduler:
         max_instance_types: int = MAX_INSTANCE_TYPES,
         reserved_capacity: bool = True,
         reserved_fallback: bool = False,
+        lanes: bool = True,
     ) -> None:
         """``reserved_capacity`` enables capacity-reservation tracking (Karpenter's
         ReservedCapacity gate); ``reserved_fallback`` lets pods that cannot get a held
         reservation fall back to other capacity (consolidation does; provisioning does
-        not)."""
+        not). ``lanes=False`` walks every planned claim instead of only those in the lanes
+        topology allows (`_lane`): the decisions are the same, which tests check."""
         self.context = context
         self.cluster = cluster
         self.policy = PreferencePolicy(preference_policy)
@@ -141,6 +143,7 @@ class Scheduler:
         self.limits = PoolLimits(context, cluster.capacity)
         self.reservations = ReservationManager(context.index.types) if reserved_capacity else None
         self.reserved_fallback = reserved_fallback
+        self.lanes = lanes
         self.daemon_groups: dict[str, tuple[DaemonOverheadGroup, ...]] = {
             pool.template.nodepool: daemon_overhead_groups(
                 pool.template, context.index, pool.options, cluster.daemonset_pods, self.well_known
@@ -226,7 +229,7 @@ class Scheduler:
         self._place_existing_nodes()
         for shape in shapes.shapes:
             self.topology.prepare(shape)
-        self.lane_keys = self.topology.domain_keys()
+        self.lane_keys = self.topology.domain_keys() if self.lanes else ()
         shape_of = {id(pod): shape for pod, shape in schedulable}
         self.smallest_requests = smallest_requests(s.requests for s in shapes.shapes)
         queue = PodQueue(pod for pod, _ in schedulable)

@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from karpy.base.quantity import parse_quantity
-from karpy.scheduling.topology import Topology
+from karpy.scheduling.solver import Scheduler
 from karpy.simulate import simulate
+from karpy.simulate.render import to_document
+from karpy.simulate.snapshot import build_input
 from tests import factories as f
 
 ZONE = "topology.kubernetes.io/zone"
@@ -283,10 +284,10 @@ def test_claim_lanes_change_no_decision(cluster: tuple[list[Obj], Obj]) -> None:
     """Walking only the planned claims whose zones topology allows (lanes) decides exactly
     what walking every claim decides."""
     objects, catalog = cluster
-    laned = simulate(objects, catalog)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Topology, "domain_keys", lambda self: ())
-        single = simulate(objects, catalog)
-    laned["stats"].pop("seconds")
-    single["stats"].pop("seconds")
-    assert laned == single
+
+    def simulate_with(*, lanes: bool) -> dict[str, Any]:
+        inputs = build_input(objects, catalog)
+        results = Scheduler(inputs.context, inputs.cluster, lanes=lanes).solve(inputs.pods)
+        return to_document(results, seconds=0.0)
+
+    assert simulate_with(lanes=True) == simulate_with(lanes=False)

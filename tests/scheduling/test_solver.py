@@ -308,7 +308,6 @@ def test_claim_lanes_skip_claims_without_changing_decisions(naming: str) -> None
     from karpy.scheduling.catalog import parse_catalog
     from karpy.scheduling.context import build_context
     from karpy.scheduling.pods import pod_from_dict
-    from karpy.scheduling.topology import Topology
     from tests.bench.bench_scheduling import Workload, nodepool
     from tests.bench.bench_scheduling import catalog as bench_catalog
 
@@ -321,16 +320,13 @@ def test_claim_lanes_skip_claims_without_changing_decisions(naming: str) -> None
         provider_labels=AWS_WELL_KNOWN_LABELS | parsed.well_known_labels,
     )
 
-    def solve() -> list[tuple[str, tuple[str, ...]]]:
-        results = Scheduler(built, ClusterSnapshot()).solve([pod_from_dict(o) for o in objects])
+    def solve(*, lanes: bool) -> list[tuple[str, tuple[str, ...]]]:
+        scheduler = Scheduler(built, ClusterSnapshot(), lanes=lanes)
+        results = scheduler.solve([pod_from_dict(o) for o in objects])
         assert not results.unschedulable and not results.deferred
         return sorted(
             (c.instance_type.name, tuple(sorted(p.name for p in c.pods)))
             for c in results.new_nodeclaims
         )
 
-    laned = solve()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Topology, "domain_keys", lambda self: ())
-        single = solve()
-    assert laned == single
+    assert solve(lanes=True) == solve(lanes=False)
