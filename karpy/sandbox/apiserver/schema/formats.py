@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import ipaddress
 import re
-import unicodedata
 from datetime import date
 from typing import TYPE_CHECKING
 
@@ -34,9 +33,8 @@ _UUID4 = re.compile(
 _UUID5 = re.compile(
     r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}\Z"
 )
-# kube-openapi's hostname pattern, with its Unicode classes (letters \p{L}, symbols \p{S})
-# folded to ASCII stand-ins first: a letter becomes "a", a symbol "0" (allowed in labels
-# but not in the top-level domain, exactly like a digit).
+# kube-openapi's hostname pattern, over ASCII letters and digits only (its Unicode letter
+# and symbol classes are not matched).
 _HOSTNAME = re.compile(
     r"^([a-zA-Z0-9]((-?[a-zA-Z0-9]{0,62})?)"
     r"|([a-zA-Z0-9](([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)(\.)){1,}([a-zA-Z]){2,63})\Z"
@@ -75,23 +73,6 @@ _SCALA_UNITS = (
 )
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-
-
-def _fold_hostname(text: str) -> str:
-    folded = []
-    for char in text:
-        if char.isascii() and (char.isalnum() or char in "-."):
-            folded.append(char)
-            continue
-        category = unicodedata.category(char)[0]
-        folded.append("a" if category == "L" else "0" if category == "S" else char)
-    return "".join(folded)
-
-
-def _is_hostname(text: str) -> bool:
-    if not _HOSTNAME.match(_fold_hostname(text)) or len(text) > 255:
-        return False
-    return all(len(part) <= 63 for part in text.split("."))
 
 
 def _is_date(text: str) -> bool:
