@@ -9,7 +9,7 @@ from karpy.disruption.conditions import NodeClaimDisruptionConditions
 from karpy.state.cluster import StateChange
 from karpy.state.keys import NodeClaimName
 from tests import factories as f
-from tests.lifecycle.helpers import lifecycle
+from tests.fixtures.lifecycle import lifecycle
 
 NODECLAIMS = "nodeclaims.karpenter.sh"
 

@@ -1,11 +1,11 @@
 """Shared pieces of the runtime's component tests: a transport to the emulator, fast
-informer options, polling until a condition holds, and a fresh LIST to compare with."""
+informer options, and a fresh LIST to compare with (waiting: `tests.fixtures.waiting`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from kubernetes_asyncio.client.configuration import Configuration
@@ -36,18 +36,6 @@ def transport_for(server: APIServer | str) -> RecordingTransport:
     configuration = Configuration()
     configuration.host = server if isinstance(server, str) else server.url
     return RecordingTransport(configuration)
-
-
-async def eventually(
-    predicate: Callable[[], bool], within: float = 5.0, interval: float = 0.01
-) -> None:
-    """Wait until ``predicate()`` holds; fail the test after ``within`` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {within}s")
-        await asyncio.sleep(interval)
 
 
 @contextlib.asynccontextmanager

@@ -17,7 +17,8 @@ from karpy.state import kinds
 from karpy.state import records as p
 from karpy.state.cluster import ClusterState
 from tests import factories as f
-from tests.kube.helpers import eventually, running
+from tests.fixtures.waiting import eventually
+from tests.kube.helpers import running
 
 SPECS = {
     "pods": WatchSpec(resources.PODS, p.pod_info, kind=kinds.POD),

@@ -34,8 +34,9 @@ from karpy.log import configure_logging
 from karpy.sandbox.apiserver import APIServer
 from karpy.state.cluster import ClusterState
 from tests import factories as f
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import START, FakeClock
-from tests.kube.helpers import FAST, eventually
+from tests.kube.helpers import FAST
 from tests.kube.plugins import ExecPlugin, write_kubeconfig
 from tests.kube.test_informer import PODS
 

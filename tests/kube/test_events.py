@@ -11,8 +11,9 @@ from typing import Any
 from karpy.kube.client import KubeClient
 from karpy.kube.events import SPAM_BURST, Event, EventRecorder, ObjectRef
 from karpy.observability.metrics import Metrics
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
-from tests.kube.helpers import eventually, transport_for
+from tests.kube.helpers import transport_for
 
 
 @contextlib.asynccontextmanager

@@ -20,7 +20,7 @@ from karpy.kube.events import _SENDERS, Event, EventRecorder, ObjectRef
 from karpy.kube.transport import Transport
 from karpy.log import configure_logging
 from karpy.observability.metrics import Metrics
-from tests.kube.helpers import eventually
+from tests.fixtures.waiting import eventually
 
 FAILURES = 2 * _SENDERS  # more than one per sender: none may die of its failure
 

@@ -20,8 +20,9 @@ from karpy.state import records as p
 from karpy.state.cluster import ClusterState
 from tests import factories as f
 from tests.factories import Obj
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import RecordingClock
-from tests.kube.helpers import eventually, listed_versions, running
+from tests.kube.helpers import listed_versions, running
 
 PODS = WatchSpec(resources.PODS, p.pod_info, kind=kinds.POD)
 NODES = WatchSpec(resources.NODES, p.node_info, kind=kinds.NODE)

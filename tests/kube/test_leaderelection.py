@@ -22,8 +22,9 @@ from karpy.kube.leaderelection import (
 )
 from karpy.kube.resources import NAMESPACES
 from karpy.observability.metrics import Metrics
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import START, FakeClock
-from tests.kube.helpers import eventually, transport_for
+from tests.kube.helpers import transport_for
 
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/karpy-leader-election"
 

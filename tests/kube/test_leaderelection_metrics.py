@@ -10,8 +10,9 @@ import pytest
 from karpy.kube.client import KubeClient
 from karpy.kube.leaderelection import ElectionConfig, LeaderElector
 from karpy.observability.metrics import Metrics
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import RecordingClock
-from tests.kube.helpers import eventually, transport_for
+from tests.kube.helpers import transport_for
 
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/karpy-leader-election"
 NAME = {"name": "karpy-leader-election"}

@@ -26,7 +26,8 @@ from karpy.kube.leaderelection import ElectionConfig, LeadershipLost
 from karpy.kube.resources import Resource
 from karpy.observability.metrics import Metrics
 from tests.e2e.processes import ApiServerProcess, apiserver_process
-from tests.kube.helpers import eventually, transport_for
+from tests.fixtures.waiting import eventually
+from tests.kube.helpers import transport_for
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterator

@@ -15,7 +15,8 @@ from karpy.observability.metrics import Metrics
 from karpy.state import kinds
 from karpy.state import records as p
 from tests import factories as f
-from tests.kube.helpers import eventually, running, transport_for
+from tests.fixtures.waiting import eventually
+from tests.kube.helpers import running, transport_for
 
 NODES = WatchSpec(resources.NODES, p.node_info, kind=kinds.NODE)
 NODECLAIMS = WatchSpec(resources.NODECLAIMS, p.nodeclaim, kind=kinds.NODECLAIM)

@@ -22,8 +22,9 @@ from karpy.state import kinds
 from karpy.state import records as p
 from karpy.state.cluster import ClusterState
 from tests import factories as f
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
-from tests.kube.helpers import FAST, eventually, running
+from tests.kube.helpers import FAST, running
 
 PODS = WatchSpec(resources.PODS, p.pod_info, kind=kinds.POD)
 MIB = 1024 * 1024

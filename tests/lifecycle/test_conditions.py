@@ -12,7 +12,7 @@ from karpy.apis.nodeclaim import NodeClaim
 from karpy.lifecycle.conditions import LAUNCHED, conditions_of
 from karpy.lifecycle.launch import launch
 from tests import factories as f
-from tests.lifecycle.helpers import lifecycle
+from tests.fixtures.lifecycle import lifecycle
 
 NODECLAIMS = "nodeclaims.karpenter.sh"
 

@@ -17,9 +17,9 @@ from karpy.reconcile import DONE
 from karpy.state.cluster import ClusterState
 from tests import factories as f
 from tests.fixtures.cluster import World
+from tests.fixtures.lifecycle import lifecycle
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
-from tests.kube.helpers import eventually
-from tests.lifecycle.helpers import lifecycle
 
 NODECLAIMS = "nodeclaims.karpenter.sh"
 NODECLAIMS_PATH = "/apis/karpenter.sh/v1/nodeclaims*"

@@ -19,8 +19,9 @@ from karpy.state import records as p
 from karpy.state.cluster import ClusterState
 from tests import factories as f
 from tests.factories import Obj
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import START, FakeClock
-from tests.kube.helpers import eventually, running, transport_for
+from tests.kube.helpers import running, transport_for
 
 NODES = WatchSpec(resources.NODES, p.node_info, kind=kinds.NODE)
 LEASES = WatchSpec(resources.LEASES, p.node_lease, namespace="kube-node-lease",

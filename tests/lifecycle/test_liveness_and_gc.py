@@ -17,8 +17,8 @@ from karpy.lifecycle.garbagecollection import GarbageCollection
 from karpy.lifecycle.liveness import check_liveness
 from tests import factories as f
 from tests.fixtures.cluster import World
-from tests.kube.helpers import eventually
-from tests.lifecycle.helpers import lifecycle
+from tests.fixtures.lifecycle import lifecycle
+from tests.fixtures.waiting import eventually
 
 NODECLAIMS = "nodeclaims.karpenter.sh"
 

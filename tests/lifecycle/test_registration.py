@@ -20,7 +20,7 @@ from karpy.lifecycle.nodeclaim import LIFECYCLE_PRIORITY, NodeClaimLifecycle
 from karpy.state.keys import NodeClaimName
 from tests import factories as f
 from tests.fixtures.cluster import World
-from tests.lifecycle.helpers import lifecycle
+from tests.fixtures.lifecycle import lifecycle
 
 NODECLAIMS = "nodeclaims.karpenter.sh"
 FINALIZER = FINALIZER_TERMINATION

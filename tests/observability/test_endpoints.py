@@ -20,7 +20,7 @@ from karpy.operator.timings import RuntimeTimings
 from karpy.operator.wiring import Runtime
 from karpy.settings import Settings
 from tests import factories as f
-from tests.kube.helpers import eventually
+from tests.fixtures.waiting import eventually
 
 
 def settings(**kw) -> Settings:

@@ -13,7 +13,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from karpy.observability.profiling import Profiling
-from tests.kube.helpers import eventually
+from tests.fixtures.waiting import eventually
 
 
 class Clock:

@@ -26,8 +26,9 @@ from karpy.operator.coexistence import (
     KarpenterWatch,
     event_target,
 )
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
-from tests.kube.helpers import eventually, transport_for
+from tests.kube.helpers import transport_for
 
 ELECTION = ElectionConfig("karpy-leader-election", "karpy", "karpy-0",
                           lease_duration=3, renew_deadline=2, retry_period=0.5)  # fmt: skip

@@ -22,8 +22,9 @@ from karpy.state import kinds
 from karpy.state import records as p
 from karpy.state.keys import LeaseKey
 from tests import factories as f
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
-from tests.kube.helpers import eventually, running, transport_for
+from tests.kube.helpers import running, transport_for
 from tests.lifecycle.test_leasegc import lease_names, node_lease
 
 NODES = WatchSpec(resources.NODES, p.node_info, kind=kinds.NODE)

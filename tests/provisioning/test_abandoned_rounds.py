@@ -21,7 +21,7 @@ from karpy.scheduling.solver import SolveCancelled
 from karpy.settings import Settings
 from tests import factories as f
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
-from tests.kube.helpers import eventually
+from tests.fixtures.waiting import eventually
 
 
 @contextlib.asynccontextmanager
@@ -116,7 +116,7 @@ async def test_a_round_creating_many_nodeclaims_holds_a_bounded_number_of_tasks(
         apiserver.faults.delay("POST", "/apis/karpenter.sh/v1/nodeclaims", seconds=0.2,
                                count=None)  # fmt: skip
         round_ = asyncio.create_task(provisioner.reconcile())
-        await eventually(lambda: bool(apiserver.store.list("nodeclaims.karpenter.sh")), 60)
+        await eventually(lambda: apiserver.store.list("nodeclaims.karpenter.sh"), within=60)
         creating = [t for t in asyncio.all_tasks() if _creating(t)]
         round_.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -27,8 +27,8 @@ from karpy.settings import Settings
 from karpy.state.cluster import StateChange
 from tests import factories as f
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
-from tests.kube.helpers import eventually
 
 INSTANCE_TYPE = "c-2x-amd64-linux"
 NODECLAIMS = "nodeclaims.karpenter.sh"

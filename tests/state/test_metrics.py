@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from karpy.state.metrics import StateMetrics
 from tests import factories as f
 from tests.fixtures.cluster import controller_world
-from tests.kube.helpers import eventually
+from tests.fixtures.waiting import eventually
 
 NODE_LABELS = {
     "karpenter.sh/nodepool": "general", "topology.kubernetes.io/zone": "test-zone-b",

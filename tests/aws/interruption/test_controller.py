@@ -30,7 +30,7 @@ from karpy.state.cluster import ClusterState
 from tests import factories as f
 from tests.aws.interruption import bodies as b
 from tests.fixtures.cluster import World, controller_world
-from tests.kube.helpers import eventually
+from tests.fixtures.waiting import eventually
 
 NODECLAIMS = "nodeclaims.karpenter.sh"
 NODES = "nodes"

@@ -26,8 +26,8 @@ from karpy.cloud.aws.interruption.instancestatus import INTERVAL, _failed_catego
 from karpy.sandbox.apiserver import APIServer
 from tests import factories as f
 from tests.fixtures.cluster import World, controller_world
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
-from tests.kube.helpers import eventually
 
 NODECLAIMS = "nodeclaims.karpenter.sh"
 TERMINATION = "karpenter.sh/nodeclaim-termination-timestamp"

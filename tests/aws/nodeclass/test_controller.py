@@ -29,8 +29,8 @@ from tests import factories as f
 from tests.aws.conftest import REGION
 from tests.aws.nodeclass.helpers import CLUSTER, newer_al2023_release, nodeclass_dict
 from tests.fixtures.cluster import controller_world
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
-from tests.kube.helpers import eventually
 
 if TYPE_CHECKING:
     from karpy.cloud.aws.clients import AWSClients

@@ -21,7 +21,7 @@ from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.kube.resources import NODES
 from tests import factories as f
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
-from tests.kube.helpers import eventually
+from tests.fixtures.waiting import eventually
 
 TYPE = "node.kubernetes.io/instance-type"
 ZONE = "topology.kubernetes.io/zone"

@@ -33,14 +33,9 @@ from karpy.state.cluster import ClusterState
 from karpy.state.keys import NodeName
 from tests import factories as f
 from tests.factories import Obj
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
-from tests.kube.helpers import (
-    RecordingTransport,
-    eventually,
-    listed_versions,
-    running,
-    transport_for,
-)
+from tests.kube.helpers import RecordingTransport, listed_versions, running, transport_for
 from tests.lifecycle.termination.cloud import StubCloud
 
 TERMINATION = "karpenter.sh/termination"

@@ -10,7 +10,7 @@ import pytest
 
 from karpy.apis.core import format_time
 from tests import factories as f
-from tests.kube.helpers import eventually
+from tests.fixtures.waiting import eventually
 from tests.lifecycle.termination.harness import Cluster, cluster
 
 ANNOTATION = "karpenter.sh/nodeclaim-termination-timestamp"

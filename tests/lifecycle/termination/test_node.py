@@ -7,7 +7,7 @@ import asyncio
 
 from karpy.lifecycle.termination import termination_controllers
 from karpy.reconcile import DONE
-from tests.kube.helpers import eventually
+from tests.fixtures.waiting import eventually
 from tests.lifecycle.termination.harness import (
     NODEPOOL,
     TERMINATION,

@@ -2,35 +2,18 @@
 
 Nodes are built as a cloud provider creates them (Karpenter's KWOK provider, karpy's fake
 cloud): labels, capacity and taints, but no conditions — the kubelet stand-in reports
-Ready. Waiting is by polling with a generous deadline, never by sleeping a fixed time, so
-a loaded machine makes the tests slower, not flaky.
+Ready. Waiting is `tests.fixtures.waiting.eventually`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpy.sandbox.cluster import SandboxCluster
 from tests import factories as f
 
 UNREGISTERED = f.taint("karpenter.sh/unregistered", effect="NoExecute")
-DEADLINE = 30.0
-
-
-async def eventually(check: Callable[[], Any], *, within: float = DEADLINE, what: str = "") -> Any:
-    """Poll ``check`` until it returns something truthy (returned); fail after ``within``
-    seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or check}")
-        await asyncio.sleep(0.02)
 
 
 def cloud_node(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from tests import factories as f
-from tests.sandbox.cluster.helpers import cloud_node, eventually, live_pods, node_ready, workload
+from tests.fixtures.waiting import eventually
+from tests.sandbox.cluster.helpers import cloud_node, live_pods, node_ready, workload
 
 
 def _daemons(cluster) -> dict[str, str]:

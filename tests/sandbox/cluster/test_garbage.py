@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 from tests import factories as f
-from tests.sandbox.cluster.helpers import (
-    cloud_node,
-    eventually,
-    node_ready,
-    pods,
-    running,
-    workload,
-)
+from tests.fixtures.waiting import eventually
+from tests.sandbox.cluster.helpers import cloud_node, node_ready, pods, running, workload
 
 
 async def test_deleting_a_deployment_removes_its_replicasets_and_pods(cluster):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from tests import factories as f
-from tests.sandbox.cluster.helpers import cloud_node, condition, eventually, node_ready, running
+from tests.fixtures.waiting import eventually
+from tests.sandbox.cluster.helpers import cloud_node, condition, node_ready, running
 
 
 async def test_a_new_node_becomes_ready_with_addresses_and_a_lease(cluster):

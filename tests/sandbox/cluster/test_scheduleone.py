@@ -19,7 +19,8 @@ from karpy.sandbox.cluster.kubevolumes import VolumeView
 from karpy.sandbox.cluster.scheduleone import Cycle, num_feasible_nodes_to_find
 from karpy.sandbox.cluster.unschedulable import NoFit
 from tests import factories as f
-from tests.sandbox.cluster.helpers import cloud_node, eventually, node_ready
+from tests.fixtures.waiting import eventually
+from tests.sandbox.cluster.helpers import cloud_node, node_ready
 
 REPO = Path(__file__).resolve().parents[3]
 STAND_IN = "karpy.sandbox.cluster.scheduler"

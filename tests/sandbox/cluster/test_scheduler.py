@@ -7,11 +7,11 @@ import functools
 
 from karpy.sandbox.cluster import SandboxCluster
 from tests import factories as f
+from tests.fixtures.waiting import eventually
 from tests.sandbox.cluster.helpers import (
     UNREGISTERED,
     cloud_node,
     condition,
-    eventually,
     node_ready,
     pods,
     running,

@@ -7,15 +7,8 @@ from typing import Any
 
 from karpy.sandbox.cluster import SandboxCluster
 from tests import factories as f
-from tests.sandbox.cluster.helpers import (
-    cloud_node,
-    eventually,
-    live_pods,
-    node_ready,
-    pods,
-    running,
-    workload,
-)
+from tests.fixtures.waiting import eventually
+from tests.sandbox.cluster.helpers import cloud_node, live_pods, node_ready, pods, running, workload
 
 
 def _replicasets(cluster: SandboxCluster) -> list[dict[str, Any]]:
