@@ -4,7 +4,7 @@ API server emulator with the fake cloud and a fake clock."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -85,6 +85,11 @@ async def test_an_instance_without_a_nodeclaim_is_terminated_after_the_grace(api
                                                  launched=False))  # fmt: skip
         await ctx.provider.create(leaked)
         await world.settled()
+        # The emulator stamps the Node's creation with the wall clock, which has run ahead
+        # of the fake clock since the world started (far ahead on a loaded machine).
+        node = apiserver.store.get("nodes", "default-leaked", None)
+        created = datetime.fromisoformat(node["metadata"]["creationTimestamp"])
+        await clock.advance(max(0.0, (created - clock.now()).total_seconds()))
         gc = GarbageCollection(ctx, grace=30)
         await gc.reconcile()
         assert gc.terminated == 0, "too young: its launch may still be recording it"
