@@ -19,7 +19,8 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.cluster import EXAMPLES, Api, controller, deployment, eventually, sandbox_process
+from tests.e2e.cluster import EXAMPLES, Api, deployment, running_karpy
+from tests.fixtures.waiting import eventually_fine
 
 DASHBOARDS = sorted((Path(__file__).resolve().parents[2] / "deploy" / "dashboards").glob("*.json"))
 
@@ -159,38 +160,31 @@ def no_managed_nodes(api: Api) -> str:
 @pytest.mark.slow
 def test_every_metric_the_dashboards_read_is_exported_by_a_running_controller(tmp_path):
     wanted = set().union(*(scanned(load(p)) for p in DASHBOARDS))
-    with sandbox_process(tmp_path) as cluster:
-        api = cluster.api
-        api.apply_examples(pool())
-        karpy = controller(cluster.kubeconfig)
-        try:
-            karpy.wait_for_message("informers synced", timeout=60)
-            api.create("daemonsets", daemonset("agent"))
-            api.create("deployments", deployment("web", 3, cpu="1", memory="1Gi"))
-            eventually(lambda: running_web_pods(api, 3), timeout=90)
+    with running_karpy(tmp_path, nodepool=pool()) as run:
+        api, karpy = run.api, run.controller
+        api.create("daemonsets", daemonset("agent"))
+        api.create("deployments", deployment("web", 3, cpu="1", memory="1Gi"))
+        eventually_fine(lambda: running_web_pods(api, 3), within=90)
 
-            def startup_observed() -> str:
-                counts = scrape(karpy.metrics_port).get(
-                    "karpenter_pods_startup_duration_seconds_count", []
-                )
-                return "" if counts and counts[0][1] >= 3 else f"startup counts {counts}"
+        def startup_observed() -> str:
+            counts = scrape(karpy.metrics_port).get(
+                "karpenter_pods_startup_duration_seconds_count", []
+            )
+            return "" if counts and counts[0][1] >= 3 else f"startup counts {counts}"
 
-            eventually(startup_observed, timeout=30)
-            while_running = scrape(karpy.metrics_port)
-            api.patch("deployments", "web", {"spec": {"replicas": 0}})
-            eventually(lambda: no_managed_nodes(api), timeout=60)
+        eventually_fine(startup_observed, within=30)
+        while_running = scrape(karpy.metrics_port)
+        api.patch("deployments", "web", {"spec": {"replicas": 0}})
+        eventually_fine(lambda: no_managed_nodes(api), within=60)
 
-            def terminations_observed() -> str:
-                found = scrape(karpy.metrics_port).get(
-                    "karpenter_nodes_termination_duration_seconds_count", []
-                )
-                return "" if found and sum(v for _, v in found) >= 1 else "no termination yet"
+        def terminations_observed() -> str:
+            found = scrape(karpy.metrics_port).get(
+                "karpenter_nodes_termination_duration_seconds_count", []
+            )
+            return "" if found and sum(v for _, v in found) >= 1 else "no termination yet"
 
-            eventually(terminations_observed, timeout=30)
-            after = scrape(karpy.metrics_port)
-        finally:
-            karpy.process.terminate()
-            assert karpy.finish() == 0
+        eventually_fine(terminations_observed, within=30)
+        after = scrape(karpy.metrics_port)
 
     exported = {name for name, samples in (*while_running.items(), *after.items()) if samples}
     missing = sorted(name for name in wanted if name not in exported)

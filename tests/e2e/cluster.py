@@ -3,8 +3,8 @@
 `SandboxProcess` runs ``karpy sandbox cluster`` exactly as a user would and waits for its
 ``kubeconfig: PATH`` line; `Api` speaks plain JSON over HTTP to it (the same requests
 kubectl makes), so end-to-end tests drive the cluster only from outside, as karpy is
-checked. `provisioning_run` starts both the cluster and a ``karpy controller`` with the
-fake cloud provider beside it.
+checked. `running_karpy` starts both the cluster and a ``karpy controller`` with the fake
+cloud provider beside it, and stops them again: what every end-to-end test sets up.
 """
 
 from __future__ import annotations
@@ -12,16 +12,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import yaml
 
+from tests.e2e.chartrbac import ChartAccount
 from tests.e2e.processes import ControllerProcess, clean_env
 
 Obj = dict[str, Any]
@@ -148,16 +149,79 @@ def controller(kubeconfig: Path, **env: str) -> ControllerProcess:
     return ControllerProcess(kubeconfig, env=settings)
 
 
-def eventually(check: Callable[[], str], timeout: float = 120.0, interval: float = 0.25) -> None:
-    """Wait until ``check`` returns "" (all good); fail with its last answer otherwise."""
-    deadline = time.monotonic() + timeout
-    last = ""
-    while time.monotonic() < deadline:
-        last = check()
-        if not last:
+@attrs.define
+class KarpyRun:
+    """A sandbox cluster and the ``karpy controller`` running against it."""
+
+    cluster: SandboxProcess
+    env: dict[str, str]
+    account: ChartAccount | None = None
+    karpy: ControllerProcess | None = None
+
+    @property
+    def api(self) -> Api:
+        return self.cluster.api
+
+    @property
+    def controller(self) -> ControllerProcess:
+        assert self.karpy is not None, "karpy was not started"
+        return self.karpy
+
+    def start(self, *, wait_for: str = "informers synced", **env: str) -> ControllerProcess:
+        """Start ``karpy controller`` (with ``env`` over the run's), as the chart's account
+        in an RBAC run, and wait for its ``wait_for`` log line (none: "")."""
+        self.env = {**self.env, **env}
+        kubeconfig = self.account.kubeconfig_path if self.account else self.cluster.kubeconfig
+        self.karpy = controller(kubeconfig, **self.env)
+        if wait_for:
+            self.karpy.wait_for_message(wait_for, timeout=60)
+        return self.karpy
+
+    def restart(self) -> ControllerProcess:
+        """Kill karpy (``kill -9``) and start another at once, not waiting for it."""
+        self.controller.kill()
+        return self.start(wait_for="")
+
+
+@contextmanager
+def running_karpy(
+    tmp_path: Path, *sandbox_args: str, nodepool: Obj | None = None, examples: bool = True,
+    rbac: str | None = None, start: bool = True, clean_exit: bool = True, **env: str,
+) -> Iterator[KarpyRun]:  # fmt: skip
+    """``karpy sandbox cluster`` with the example EC2NodeClass and NodePool (``nodepool``
+    instead of the example's) applied, and ``karpy controller`` with the fake cloud and
+    ``env`` beside it, its informers synced; ``start=False`` leaves starting karpy to the
+    test (`KarpyRun.start`), after it has set the cluster up.
+
+    ``rbac`` names the scenario when karpy runs as the chart's ServiceAccount in a
+    ``--rbac`` sandbox: its calls are checked when the body is done.
+
+    On leaving, karpy gets SIGTERM and must exit 0 (``clean_exit=False``: it is killed,
+    for runs that kill it anyway); when the body failed it is stopped without checks."""
+    args = (*sandbox_args, "--rbac") if rbac else sandbox_args
+    with sandbox_process(tmp_path, *args) as cluster:
+        if examples:
+            cluster.api.apply_examples(nodepool)
+        run = KarpyRun(cluster, dict(env))
+        if rbac:
+            run.account = ChartAccount(cluster.kubeconfig)
+        try:
+            if start:
+                run.start()
+            yield run
+        except BaseException:
+            if run.karpy is not None:
+                run.karpy.kill()
+            raise
+        if run.karpy is None:
             return
-        time.sleep(interval)
-    raise AssertionError(f"not reached within {timeout:.0f}s: {last}")
+        if rbac and run.account is not None:
+            run.account.check(rbac)
+        if not clean_exit:
+            run.karpy.kill()
+            return
+        run.karpy.process.terminate()
+        assert run.karpy.finish() == 0, run.karpy.stderr
 
 
 def deployment(name: str, replicas: int, *, cpu: str = "1", memory: str = "1Gi",

@@ -18,8 +18,9 @@ import boto3
 import pytest
 
 from tests.e2e.chartrbac import ChartAccount, skip_if_run_as_chart_account
-from tests.e2e.cluster import Obj, SandboxProcess, condition, deployment, eventually
+from tests.e2e.cluster import Obj, SandboxProcess, condition, deployment
 from tests.e2e.processes import ControllerProcess
+from tests.fixtures.waiting import eventually_fine
 
 pytestmark = [pytest.mark.slow]
 
@@ -96,9 +97,9 @@ class AwsSandbox(SandboxProcess):
 
     def wait_for_nodeclass(self, name: str = "default") -> None:
         """Until the EC2NodeClass is Ready (resolved against the seeded account)."""
-        eventually(lambda: "" if condition(self.api.get("ec2nodeclasses", name) or {},
+        eventually_fine(lambda: "" if condition(self.api.get("ec2nodeclasses", name) or {},
                                            "Ready") == "True" else f"{name} not ready",
-                   timeout=60)  # fmt: skip
+                   within=60)  # fmt: skip
 
 
 @contextmanager
@@ -149,7 +150,7 @@ def test_200_pending_pods_run_on_ec2_instances_launched_through_the_aws_provider
         try:
             sandbox.wait_for_nodeclass()
             api.create("deployments", deployment("web", 200, cpu="500m", memory="512Mi"))
-            eventually(lambda: settled(sandbox, 200), timeout=240, interval=1.0)
+            eventually_fine(lambda: settled(sandbox, 200), within=240, interval=1.0)
             claims = api.list("nodeclaims")
             for claim in claims:
                 labels = claim["metadata"]["labels"]
@@ -177,14 +178,14 @@ def test_kill_9_during_launches_leaks_no_instance_and_launches_none_twice(tmp_pa
             api.create("deployments", deployment("web", 120, cpu="500m", memory="512Mi"))
             api.create("deployments", deployment("big", 6, cpu="7", memory="20Gi"))
             for _ in range(2):
-                eventually(lambda: "" if api.list("nodeclaims") else "no NodeClaim yet",
-                           timeout=60, interval=0.1)  # fmt: skip
+                eventually_fine(lambda: "" if api.list("nodeclaims") else "no NodeClaim yet",
+                           within=60, interval=0.1)  # fmt: skip
                 time.sleep(rng.uniform(0.0, 2.0))
                 karpy.kill()
                 karpy = sandbox.controller()
             # Instances of NodeClaims that never recorded them are found by their tag, or
             # terminated by garbage collection once 30 s old.
-            eventually(lambda: settled(sandbox, 126), timeout=240, interval=1.0)
+            eventually_fine(lambda: settled(sandbox, 126), within=240, interval=1.0)
         finally:
             karpy.kill()
 
@@ -203,7 +204,7 @@ def test_a_changed_nodeclass_drifts_its_nodes_which_are_replaced(tmp_path, rbac=
         karpy = sandbox.controller(account.kubeconfig_path if account else None)
         try:
             api.create("deployments", deployment("web", 6, cpu="1", memory="1Gi"))
-            eventually(lambda: settled(sandbox, 6), timeout=120, interval=1.0)
+            eventually_fine(lambda: settled(sandbox, 6), within=120, interval=1.0)
             before = {c["metadata"]["name"] for c in api.list("nodeclaims")}
             old_hash = api.get("ec2nodeclasses", "default")["metadata"]["annotations"][  # type: ignore[index]
                 "karpenter.k8s.aws/ec2nodeclass-hash"
@@ -220,7 +221,7 @@ def test_a_changed_nodeclass_drifts_its_nodes_which_are_replaced(tmp_path, rbac=
                     return "a NodeClaim still carries the old hash"
                 return settled(sandbox, 6)
 
-            eventually(replaced, timeout=180, interval=1.0)
+            eventually_fine(replaced, within=180, interval=1.0)
             for instance in sandbox.instances():
                 assert tag(instance, "team") == "web"
             if account is not None:
@@ -245,7 +246,7 @@ def test_spot_out_of_capacity_falls_back_to_on_demand(tmp_path):
         karpy = sandbox.controller()
         try:
             api.create("deployments", deployment("web", 10, cpu="1", memory="1Gi"))
-            eventually(lambda: settled(sandbox, 10), timeout=180, interval=1.0)
+            eventually_fine(lambda: settled(sandbox, 10), within=180, interval=1.0)
             claims = api.list("nodeclaims")
             assert {c["metadata"]["labels"]["karpenter.sh/capacity-type"] for c in claims} == {
                 "on-demand"

@@ -16,11 +16,10 @@ from tests.e2e.cluster import (
     Obj,
     all_running,
     condition,
-    controller,
     deployment,
-    eventually,
-    sandbox_process,
+    running_karpy,
 )
+from tests.fixtures.waiting import eventually_fine
 
 pytestmark = [pytest.mark.slow]
 
@@ -47,81 +46,68 @@ def failed_scheduling(api: Api, prefix: str) -> list[str]:
 
 
 def test_unservable_pools_and_pods_are_explained_and_the_rest_is_served(tmp_path):
-    with sandbox_process(tmp_path) as cluster:
-        api = cluster.api
-        api.apply_examples()
+    with running_karpy(tmp_path, start=False) as run:
+        api = run.api
         api.create("nodepools", pool("no-such-family", family="x"))
         api.create("nodepools", pool("orphan", nodeclass="missing"))
-        karpy = controller(cluster.kubeconfig)
-        try:
-            karpy.wait_for_message("informers synced", timeout=60)
-            api.create("deployments", deployment("huge", 1, cpu="10000", memory="1Gi"))
-            api.create("deployments", deployment("family-x", 2, cpu="1", spec={
-                "nodeSelector": {POOL_LABEL: "no-such-family"}}))  # fmt: skip
-            api.create("deployments", deployment("orphaned", 2, cpu="1", spec={
-                "nodeSelector": {POOL_LABEL: "orphan"}}))  # fmt: skip
-            api.create("deployments", deployment("web", 8, cpu="1", memory="1Gi"))
+        run.start()
+        api.create("deployments", deployment("huge", 1, cpu="10000", memory="1Gi"))
+        api.create("deployments", deployment("family-x", 2, cpu="1", spec={
+            "nodeSelector": {POOL_LABEL: "no-such-family"}}))  # fmt: skip
+        api.create("deployments", deployment("orphaned", 2, cpu="1", spec={
+            "nodeSelector": {POOL_LABEL: "orphan"}}))  # fmt: skip
+        api.create("deployments", deployment("web", 8, cpu="1", memory="1Gi"))
 
-            def explained() -> str:
-                for prefix in ("huge-", "family-x-", "orphaned-"):
-                    if not failed_scheduling(api, prefix):
-                        return f"no FailedScheduling event for {prefix}*"
-                orphan = api.get("nodepools", "orphan") or {}
-                if condition(orphan, "Ready") != "False":
-                    return f"NodePool orphan Ready={condition(orphan, 'Ready')}"
-                return ""
-
-            eventually(explained, timeout=60)
-            (huge,) = set(failed_scheduling(api, "huge-"))
-            assert "no instance type has 10000 cpu" in huge, huge
-            skipped_family = ('nodepool "no-such-family" skipped: nodepool requirements filtered '
-                              "out all instance types")  # fmt: skip
-            assert all(skipped_family in m for m in failed_scheduling(api, "family-x-"))
-            skipped_orphan = ('nodepool "orphan" skipped: not ready '
-                              '(EC2NodeClass "missing" not found)')  # fmt: skip
-            assert all(skipped_orphan in m for m in failed_scheduling(api, "orphaned-"))
+        def explained() -> str:
+            for prefix in ("huge-", "family-x-", "orphaned-"):
+                if not failed_scheduling(api, prefix):
+                    return f"no FailedScheduling event for {prefix}*"
             orphan = api.get("nodepools", "orphan") or {}
-            ready = next(c for c in orphan["status"]["conditions"] if c["type"] == "Ready")
-            assert ready["reason"] == "NodeClassNotFound"
-            assert '"missing"' in ready["message"]
+            if condition(orphan, "Ready") != "False":
+                return f"NodePool orphan Ready={condition(orphan, 'Ready')}"
+            return ""
 
-            def web_served() -> str:
-                pods = [p for p in api.list("pods")
-                        if p["metadata"]["labels"]["app"] == "web"]  # fmt: skip
-                running = [p for p in pods if p["status"].get("phase") == "Running"]
-                return "" if len(running) == 8 else f"{len(running)}/8 web pods running"
+        eventually_fine(explained, within=60)
+        (huge,) = set(failed_scheduling(api, "huge-"))
+        assert "no instance type has 10000 cpu" in huge, huge
+        skipped_family = ('nodepool "no-such-family" skipped: nodepool requirements filtered '
+                          "out all instance types")  # fmt: skip
+        assert all(skipped_family in m for m in failed_scheduling(api, "family-x-"))
+        skipped_orphan = ('nodepool "orphan" skipped: not ready '
+                          '(EC2NodeClass "missing" not found)')  # fmt: skip
+        assert all(skipped_orphan in m for m in failed_scheduling(api, "orphaned-"))
+        orphan = api.get("nodepools", "orphan") or {}
+        ready = next(c for c in orphan["status"]["conditions"] if c["type"] == "Ready")
+        assert ready["reason"] == "NodeClassNotFound"
+        assert '"missing"' in ready["message"]
 
-            eventually(web_served, timeout=60)
-            pools = {c["metadata"]["labels"][POOL_LABEL] for c in api.list("nodeclaims")}
-            assert pools == {"default"}, "nothing launched for the pools that cannot serve"
-            assert all_running(api, 13).startswith("8/13"), "the others stay pending"
-        finally:
-            karpy.process.terminate()
-            assert karpy.finish() == 0
+        def web_served() -> str:
+            pods = [p for p in api.list("pods")
+                    if p["metadata"]["labels"]["app"] == "web"]  # fmt: skip
+            running = [p for p in pods if p["status"].get("phase") == "Running"]
+            return "" if len(running) == 8 else f"{len(running)}/8 web pods running"
+
+        eventually_fine(web_served, within=60)
+        pools = {c["metadata"]["labels"][POOL_LABEL] for c in api.list("nodeclaims")}
+        assert pools == {"default"}, "nothing launched for the pools that cannot serve"
+        assert all_running(api, 13).startswith("8/13"), "the others stay pending"
 
 
 def test_nodepool_limits_hold_across_rounds_and_the_rest_is_told_why(tmp_path):
-    with sandbox_process(tmp_path) as cluster:
-        api = cluster.api
-        limited = pool("default")
-        limited["spec"]["limits"] = {"cpu": "16"}
-        api.apply_examples(limited)
-        karpy = controller(cluster.kubeconfig)
-        try:
-            karpy.wait_for_message("informers synced", timeout=60)
-            api.create("deployments", deployment("web", 10, cpu="1", memory="1Gi"))
-            eventually(lambda: all_running(api, 10), timeout=60)
-            # A second wave, in later rounds, with the first wave's capacity counted.
-            api.patch("deployments", "web", {"spec": {"replicas": 40}})
-            eventually(lambda: "" if failed_scheduling(api, "web-") else "no event yet",
-                       timeout=60)  # fmt: skip
-            time.sleep(5)  # more rounds, which must not add past the limit
-            launched = [c["status"]["capacity"] for c in api.list("nodeclaims")
-                        if (c.get("status") or {}).get("capacity")]  # fmt: skip
-            total = sum(parse_quantity(capacity["cpu"]) for capacity in launched)
-            assert 0 < total <= 16_000, f"{total / 1000} CPUs launched under a 16-CPU limit"
-            reasons = set(failed_scheduling(api, "web-"))
-            assert any("limits" in reason for reason in reasons), reasons
-        finally:
-            karpy.process.terminate()
-            assert karpy.finish() == 0
+    limited = pool("default")
+    limited["spec"]["limits"] = {"cpu": "16"}
+    with running_karpy(tmp_path, nodepool=limited) as run:
+        api = run.api
+        api.create("deployments", deployment("web", 10, cpu="1", memory="1Gi"))
+        eventually_fine(lambda: all_running(api, 10), within=60)
+        # A second wave, in later rounds, with the first wave's capacity counted.
+        api.patch("deployments", "web", {"spec": {"replicas": 40}})
+        eventually_fine(lambda: "" if failed_scheduling(api, "web-") else "no event yet",
+                   within=60)  # fmt: skip
+        time.sleep(5)  # more rounds, which must not add past the limit
+        launched = [c["status"]["capacity"] for c in api.list("nodeclaims")
+                    if (c.get("status") or {}).get("capacity")]  # fmt: skip
+        total = sum(parse_quantity(capacity["cpu"]) for capacity in launched)
+        assert 0 < total <= 16_000, f"{total / 1000} CPUs launched under a 16-CPU limit"
+        reasons = set(failed_scheduling(api, "web-"))
+        assert any("limits" in reason for reason in reasons), reasons

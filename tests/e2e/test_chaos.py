@@ -16,11 +16,10 @@ from tests.e2e.cluster import (
     Obj,
     all_running,
     condition,
-    controller,
     deployment,
-    eventually,
-    sandbox_process,
+    running_karpy,
 )
+from tests.fixtures.waiting import eventually_fine
 
 pytestmark = [pytest.mark.slow]
 
@@ -70,81 +69,60 @@ def assert_nothing_launched_twice(api: Api) -> None:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_kill_9_during_a_scale_up_leaks_nothing_and_launches_nothing_twice(tmp_path, seed):
     rng = random.Random(seed)
-    with sandbox_process(tmp_path) as cluster:
-        api = cluster.api
-        api.apply_examples()
-        env = {"DISABLE_LEADER_ELECTION": "true"}  # the killed one holds no lease to wait out
-        karpy = controller(cluster.kubeconfig, **env)
-        try:
-            karpy.wait_for_message("informers synced", timeout=60)
-            for workload in WORKLOAD:
-                api.create("deployments", workload)
-            for _ in range(3):
-                # Somewhere between the first batch window and NodeClaims being launched,
-                # registered and initialized.
-                time.sleep(rng.uniform(0.3, 2.5))
-                karpy.kill()
-                karpy = controller(cluster.kubeconfig, **env)
-            eventually(lambda: settled_without_leaks(api), timeout=120)
-            assert_nothing_launched_twice(api)
-        finally:
-            karpy.kill()
+    # The killed one holds no lease to wait out.
+    with running_karpy(tmp_path, clean_exit=False, DISABLE_LEADER_ELECTION="true") as run:
+        api = run.api
+        for workload in WORKLOAD:
+            api.create("deployments", workload)
+        for _ in range(3):
+            # Somewhere between the first batch window and NodeClaims being launched,
+            # registered and initialized.
+            time.sleep(rng.uniform(0.3, 2.5))
+            run.restart()
+        eventually_fine(lambda: settled_without_leaks(api), within=120)
+        assert_nothing_launched_twice(api)
 
 
 def test_dropped_watches_compaction_and_server_errors_change_nothing(tmp_path):
-    with sandbox_process(tmp_path) as cluster:
-        api = cluster.api
-        api.apply_examples()
-        karpy = controller(cluster.kubeconfig)
-        try:
-            karpy.wait_for_message("informers synced", timeout=60)
-            api.fault(
-                {
-                    "action": "fail",
-                    "method": "POST",
-                    "path": "/apis/karpenter.sh/v1/nodeclaims",
-                    "status": 500,
-                    "count": 3,
-                }
-            )
-            api.fault({"action": "fail", "method": "PATCH", "path": "/api/v1/nodes/*",
-                       "status": 500, "count": 3})  # fmt: skip
-            for workload in WORKLOAD:
-                api.create("deployments", workload)
-            for _ in range(6):
-                time.sleep(0.5)
-                api.fault({"action": "compact"})
-                api.fault({"action": "drop-watches"})
-            eventually(lambda: settled_without_leaks(api), timeout=120)
-            assert_nothing_launched_twice(api)
-        finally:
-            karpy.process.terminate()
-            assert karpy.finish() == 0
+    with running_karpy(tmp_path) as run:
+        api = run.api
+        api.fault(
+            {
+                "action": "fail",
+                "method": "POST",
+                "path": "/apis/karpenter.sh/v1/nodeclaims",
+                "status": 500,
+                "count": 3,
+            }
+        )
+        api.fault({"action": "fail", "method": "PATCH", "path": "/api/v1/nodes/*",
+                   "status": 500, "count": 3})  # fmt: skip
+        for workload in WORKLOAD:
+            api.create("deployments", workload)
+        for _ in range(6):
+            time.sleep(0.5)
+            api.fault({"action": "compact"})
+            api.fault({"action": "drop-watches"})
+        eventually_fine(lambda: settled_without_leaks(api), within=120)
+        assert_nothing_launched_twice(api)
 
 
 def test_instances_still_booting_when_the_controller_dies_join_after_its_restart(tmp_path):
-    with sandbox_process(tmp_path) as cluster:
-        api = cluster.api
-        api.apply_examples()
-        env = {"DISABLE_LEADER_ELECTION": "true", "FAKE_REGISTRATION_DELAY": "4s"}
-        karpy = controller(cluster.kubeconfig, **env)
-        try:
-            karpy.wait_for_message("informers synced", timeout=60)
-            api.create("deployments", deployment("web", 30, cpu="1", memory="1Gi"))
+    with running_karpy(tmp_path, clean_exit=False, DISABLE_LEADER_ELECTION="true",
+                       FAKE_REGISTRATION_DELAY="4s") as run:  # fmt: skip
+        api = run.api
+        api.create("deployments", deployment("web", 30, cpu="1", memory="1Gi"))
 
-            def launched_not_joined() -> str:
-                claims = api.list("nodeclaims")
-                if not claims or not all(condition(c, "Launched") == "True" for c in claims):
-                    return "NodeClaims not launched yet"
-                return "" if not fake_nodes(api) else "a node joined before the kill"
+        def launched_not_joined() -> str:
+            claims = api.list("nodeclaims")
+            if not claims or not all(condition(c, "Launched") == "True" for c in claims):
+                return "NodeClaims not launched yet"
+            return "" if not fake_nodes(api) else "a node joined before the kill"
 
-            eventually(launched_not_joined, timeout=30, interval=0.05)
-            karpy.kill()
-            karpy = controller(cluster.kubeconfig, **env)
-            # Liveness would give up on them only after 15 minutes: well within the
-            # time allowed here, the instances must boot and their pods run.
-            eventually(lambda: all_running(api, 30), timeout=60)
-            claims = {c["status"]["providerID"] for c in api.list("nodeclaims")}
-            assert claims == set(fake_nodes(api)), "no instance lost, none launched twice"
-        finally:
-            karpy.kill()
+        eventually_fine(launched_not_joined, within=30, interval=0.05)
+        run.restart()
+        # Liveness would give up on them only after 15 minutes: well within the
+        # time allowed here, the instances must boot and their pods run.
+        eventually_fine(lambda: all_running(api, 30), within=60)
+        claims = {c["status"]["providerID"] for c in api.list("nodeclaims")}
+        assert claims == set(fake_nodes(api)), "no instance lost, none launched twice"

@@ -45,11 +45,10 @@ from tests.e2e.cluster import (
     EXAMPLES,
     Api,
     Obj,
-    controller,
     deployment,
-    eventually,
-    sandbox_process,
+    running_karpy,
 )
+from tests.fixtures.waiting import eventually_fine
 
 pytestmark = [pytest.mark.slow]
 
@@ -215,14 +214,14 @@ def run_two_pods_apart(api: Any) -> None:
         running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
         return "" if len(running) == 2 else f"{len(running)}/2 running on Karpenter's nodes"
 
-    eventually(steady_running, timeout=60)
+    eventually_fine(steady_running, within=60)
 
 
 def test_karpy_waits_for_karpenter_to_go_then_adopts_its_nodeclaims_without_touching_them(
     tmp_path: Path,
 ) -> None:
-    with sandbox_process(tmp_path) as cluster:
-        api = cluster.api
+    with running_karpy(tmp_path, examples=False, start=False) as run:
+        api = run.api
         for ns in ("karpenter", "kube-system"):
             with contextlib.suppress(Exception):  # it may exist already
                 api.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
@@ -247,9 +246,9 @@ def test_karpy_waits_for_karpenter_to_go_then_adopts_its_nodeclaims_without_touc
         run_two_pods_apart(api)
         before = snapshot(api)
         karpenter = Karpenter(api)
-        karpy = controller(cluster.kubeconfig, SYSTEM_NAMESPACE="kube-system")
+        karpy = run.start(wait_for="karpenter detected; not acting",
+                          SYSTEM_NAMESPACE="kube-system")  # fmt: skip
         try:
-            karpy.wait_for_message("karpenter detected; not acting", timeout=60)
             # A pod needing a new node: karpy must not launch for it while Karpenter lives.
             api.create("deployments", deployment("late", 1, cpu="500m", memory="512Mi"))
             time.sleep(8)
@@ -275,7 +274,7 @@ def test_karpy_waits_for_karpenter_to_go_then_adopts_its_nodeclaims_without_touc
                 running = [p for p in late if (p.get("status") or {}).get("phase") == "Running"]
                 return "" if running else "the late pod does not run yet"
 
-            eventually(launched_for_late, timeout=60)
+            eventually_fine(launched_for_late, within=60)
             assert readyz(karpy.health_port)[0] == 200
             # The first GC pass has run since karpy took over; watch disruption passes.
             karpy.wait_for_message("cluster state fresh; controllers starting", timeout=10)
@@ -293,8 +292,6 @@ def test_karpy_waits_for_karpenter_to_go_then_adopts_its_nodeclaims_without_touc
             assert karpy.messages().count("karpenter detected; not acting") == 1
         finally:
             karpenter.stopped.set()
-            karpy.process.terminate()
-            assert karpy.finish() == 0, karpy.stderr
 
 
 def karpenter_instance(sandbox: Any, name: str, *, image: str, subnet: str,
@@ -367,7 +364,7 @@ def test_on_aws_karpy_adopts_karpenters_instances_and_launches_or_terminates_non
                        if i["PrivateDnsName"] not in names]  # fmt: skip
             return f"no Node yet for {missing}" if missing else ""
 
-        eventually(registered, timeout=60)
+        eventually_fine(registered, within=60)
         nodeclass_hash = ec2nodeclass_hash(EC2NodeClass.from_dict(NODECLASS))
         for name, instance in launched.items():
             node = api.get("nodes", instance["PrivateDnsName"])

@@ -14,19 +14,18 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.chartrbac import ChartAccount, skip_if_run_as_chart_account
+from tests.e2e.chartrbac import skip_if_run_as_chart_account
 from tests.e2e.cluster import (
     EXAMPLES,
     Api,
     ApiError,
     Obj,
     all_running,
-    controller,
     deployment,
-    eventually,
-    sandbox_process,
+    running_karpy,
 )
 from tests.e2e.processes import clean_env
+from tests.fixtures.waiting import eventually_fine
 
 pytestmark = [pytest.mark.slow]
 
@@ -84,30 +83,21 @@ def scale(api: Api, name: str, replicas: int) -> None:
 def test_when_empty_removes_every_emptied_node(tmp_path: Path, rbac: bool = False) -> None:
     """``rbac``: as the chart's ServiceAccount (tests/deploy/test_rbac_from_calls.py)."""
     skip_if_run_as_chart_account(rbac)
-    with sandbox_process(tmp_path, *(["--rbac"] if rbac else [])) as cluster:
-        api = cluster.api
-        api.apply_examples(pool(budgets=[{"nodes": "100%"}]))
-        account = ChartAccount(cluster.kubeconfig) if rbac else None
-        karpy = controller(account.kubeconfig_path if account else cluster.kubeconfig)
-        try:
-            karpy.wait_for_message("informers synced", timeout=60)
-            api.create("deployments", deployment("web", 4, cpu="500m", memory="512Mi",
-                                                 spec=one_per_node("web")))  # fmt: skip
-            eventually(lambda: all_running(api, 4), timeout=90)
-            assert len(live_nodes(api)) >= 4
-            scale(api, "web", 0)
-            started = time.monotonic()
-            # consolidateAfter (5 s) + 30 s, as the issue asks, plus the drain and
-            # instance deletion of the fake cloud.
-            eventually(lambda: no_nodes_left(api), timeout=5 + 30 + 15)
-            print(f"emptied nodes removed in {time.monotonic() - started:.1f}s")
-            reasons = {e["reason"] for e in api.list("events")}
-            assert "DisruptionTerminating" in reasons
-            if account is not None:
-                account.check("emptiness")
-        finally:
-            karpy.process.terminate()
-            assert karpy.finish() == 0
+    with running_karpy(tmp_path, nodepool=pool(budgets=[{"nodes": "100%"}]),
+                       rbac="emptiness" if rbac else None) as run:  # fmt: skip
+        api = run.api
+        api.create("deployments", deployment("web", 4, cpu="500m", memory="512Mi",
+                                             spec=one_per_node("web")))  # fmt: skip
+        eventually_fine(lambda: all_running(api, 4), within=90)
+        assert len(live_nodes(api)) >= 4
+        scale(api, "web", 0)
+        started = time.monotonic()
+        # consolidateAfter (5 s) + 30 s, as the issue asks, plus the drain and
+        # instance deletion of the fake cloud.
+        eventually_fine(lambda: no_nodes_left(api), within=5 + 30 + 15)
+        print(f"emptied nodes removed in {time.monotonic() - started:.1f}s")
+        reasons = {e["reason"] for e in api.list("events")}
+        assert "DisruptionTerminating" in reasons
 
 
 def disrupting(api: Api) -> int:
@@ -147,84 +137,65 @@ class Sampler:
 def test_a_budget_of_one_node_disrupts_one_node_at_a_time_even_across_missed_events(
     tmp_path: Path,
 ) -> None:
-    with sandbox_process(tmp_path) as cluster:
-        api = cluster.api
-        api.apply_examples(pool(budgets=[{"nodes": "1"}]))
-        karpy = controller(cluster.kubeconfig)
-        try:
-            karpy.wait_for_message("informers synced", timeout=60)
-            api.create("deployments", deployment("web", 3, cpu="500m", memory="512Mi",
-                                                 spec=one_per_node("web")))  # fmt: skip
-            eventually(lambda: all_running(api, 3), timeout=90)
-            sampler = Sampler(lambda: disrupting(api))
-            # The pods go while the watch streams drop and history is compacted: the
-            # controller relists and must still see every node emptied.
-            scale(api, "web", 0)
-            api.fault({"action": "compact"})
-            api.fault({"action": "drop-watches"})
-            eventually(lambda: no_nodes_left(api), timeout=3 * 30 + 30)
-            assert sampler.stop() == 1, "never more than one node disrupting at once"
-        finally:
-            karpy.process.terminate()
-            assert karpy.finish() == 0
+    with running_karpy(tmp_path, nodepool=pool(budgets=[{"nodes": "1"}])) as run:
+        api = run.api
+        api.create("deployments", deployment("web", 3, cpu="500m", memory="512Mi",
+                                             spec=one_per_node("web")))  # fmt: skip
+        eventually_fine(lambda: all_running(api, 3), within=90)
+        sampler = Sampler(lambda: disrupting(api))
+        # The pods go while the watch streams drop and history is compacted: the
+        # controller relists and must still see every node emptied.
+        scale(api, "web", 0)
+        api.fault({"action": "compact"})
+        api.fault({"action": "drop-watches"})
+        eventually_fine(lambda: no_nodes_left(api), within=3 * 30 + 30)
+        assert sampler.stop() == 1, "never more than one node disrupting at once"
 
 
 def test_drift_replaces_every_node_one_budget_at_a_time(tmp_path: Path) -> None:
-    with sandbox_process(tmp_path) as cluster:
-        api = cluster.api
-        api.apply_examples(pool(consolidationPolicy="WhenEmpty", consolidateAfter="Never",
-                                budgets=[{"nodes": "1"}]))  # fmt: skip
-        karpy = controller(cluster.kubeconfig)
-        try:
-            karpy.wait_for_message("informers synced", timeout=60)
-            api.create("deployments", deployment("web", 3, cpu="500m", memory="512Mi",
-                                                 spec=one_per_node("web")))  # fmt: skip
-            eventually(lambda: all_running(api, 3), timeout=90)
-            before = {c["metadata"]["name"] for c in managed_claims(api)}
-            sampler = Sampler(lambda: disrupting(api))
-            relabel = {"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}
-            api.patch("nodepools", "default", relabel)
+    never = pool(
+        consolidationPolicy="WhenEmpty", consolidateAfter="Never", budgets=[{"nodes": "1"}]
+    )
+    with running_karpy(tmp_path, nodepool=never) as run:
+        api = run.api
+        api.create("deployments", deployment("web", 3, cpu="500m", memory="512Mi",
+                                             spec=one_per_node("web")))  # fmt: skip
+        eventually_fine(lambda: all_running(api, 3), within=90)
+        before = {c["metadata"]["name"] for c in managed_claims(api)}
+        sampler = Sampler(lambda: disrupting(api))
+        relabel = {"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}
+        api.patch("nodepools", "default", relabel)
 
-            def replaced() -> str:
-                claims = managed_claims(api)
-                old = [c for c in claims if c["metadata"]["name"] in before]
-                blue = [n for n in live_nodes(api) if n["metadata"]["labels"].get("team") == "blue"]
-                if old or len(blue) < 3:
-                    return f"{len(old)} old nodeclaims left, {len(blue)} relabelled nodes"
-                return all_running(api, 3)
+        def replaced() -> str:
+            claims = managed_claims(api)
+            old = [c for c in claims if c["metadata"]["name"] in before]
+            blue = [n for n in live_nodes(api) if n["metadata"]["labels"].get("team") == "blue"]
+            if old or len(blue) < 3:
+                return f"{len(old)} old nodeclaims left, {len(blue)} relabelled nodes"
+            return all_running(api, 3)
 
-            eventually(replaced, timeout=180)
-            assert sampler.stop() == 1, "drift replaced one node at a time (budget nodes: 1)"
-        finally:
-            karpy.process.terminate()
-            assert karpy.finish() == 0
+        eventually_fine(replaced, within=180)
+        assert sampler.stop() == 1, "drift replaced one node at a time (budget nodes: 1)"
 
 
 def test_expired_nodes_are_replaced(tmp_path: Path) -> None:
     expiring = pool(consolidationPolicy="WhenEmpty", consolidateAfter="Never")
     expiring["spec"]["template"]["spec"]["expireAfter"] = "20s"
-    with sandbox_process(tmp_path) as cluster:
-        api = cluster.api
-        api.apply_examples(expiring)
-        karpy = controller(cluster.kubeconfig)
-        try:
-            karpy.wait_for_message("informers synced", timeout=60)
-            api.create("deployments", deployment("web", 2, cpu="500m", memory="512Mi"))
-            eventually(lambda: all_running(api, 2), timeout=90)
-            first = {c["metadata"]["name"] for c in managed_claims(api)}
-            started = time.monotonic()
+    with running_karpy(tmp_path, nodepool=expiring) as run:
+        api = run.api
+        api.create("deployments", deployment("web", 2, cpu="500m", memory="512Mi"))
+        eventually_fine(lambda: all_running(api, 2), within=90)
+        first = {c["metadata"]["name"] for c in managed_claims(api)}
+        started = time.monotonic()
 
-            def renewed() -> str:
-                names = {c["metadata"]["name"] for c in managed_claims(api)}
-                if names & first:
-                    return f"still {sorted(names & first)}"
-                return all_running(api, 2)
+        def renewed() -> str:
+            names = {c["metadata"]["name"] for c in managed_claims(api)}
+            if names & first:
+                return f"still {sorted(names & first)}"
+            return all_running(api, 2)
 
-            eventually(renewed, timeout=20 + 60)
-            assert time.monotonic() - started >= 10, "not before they expired"
-        finally:
-            karpy.process.terminate()
-            assert karpy.finish() == 0
+        eventually_fine(renewed, within=20 + 60)
+        assert time.monotonic() - started >= 10, "not before they expired"
 
 
 def test_underused_nodes_consolidate_with_every_pod_running_and_then_hold_still(
@@ -232,51 +203,44 @@ def test_underused_nodes_consolidate_with_every_pod_running_and_then_hold_still(
 ) -> None:
     underused = pool(consolidationPolicy="WhenEmptyOrUnderutilized", consolidateAfter="5s",
                      budgets=[{"nodes": "100%"}])  # fmt: skip
-    with sandbox_process(tmp_path) as cluster:
-        api = cluster.api
-        api.apply_examples(underused)
-        karpy = controller(cluster.kubeconfig)
-        try:
-            karpy.wait_for_message("informers synced", timeout=60)
-            # Six pods forced one per node, then the constraint is lifted (a new
-            # Deployment without it takes over): six half-empty nodes for six small pods.
-            api.create("deployments", deployment("spread", 6, cpu="500m", memory="512Mi",
-                                                 spec=one_per_node("spread")))  # fmt: skip
-            eventually(lambda: all_running(api, 6), timeout=90)
-            nodes_before = len(live_nodes(api))
-            selector = {"matchLabels": {"app": "web"}}
-            api.create("pdbs", {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                                "metadata": {"name": "web", "namespace": "default"},
-                                "spec": {"maxUnavailable": 1, "selector": selector}})  # fmt: skip
-            api.create("deployments", deployment("web", 6, cpu="250m", memory="256Mi"))
-            eventually(lambda: all_running(api, 12), timeout=90)
-            scale(api, "spread", 0)
-            # The lowest number of web pods running, as a peak of its negative.
-            low = Sampler(lambda: -sum(
-                1 for p in api.list("pods")
-                if p["metadata"]["labels"].get("app") == "web"
-                and (p.get("status") or {}).get("phase") == "Running"
-                and not p["metadata"].get("deletionTimestamp")), initial=-6)  # fmt: skip
+    with running_karpy(tmp_path, nodepool=underused) as run:
+        api = run.api
+        # Six pods forced one per node, then the constraint is lifted (a new
+        # Deployment without it takes over): six half-empty nodes for six small pods.
+        api.create("deployments", deployment("spread", 6, cpu="500m", memory="512Mi",
+                                             spec=one_per_node("spread")))  # fmt: skip
+        eventually_fine(lambda: all_running(api, 6), within=90)
+        nodes_before = len(live_nodes(api))
+        selector = {"matchLabels": {"app": "web"}}
+        api.create("pdbs", {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                            "metadata": {"name": "web", "namespace": "default"},
+                            "spec": {"maxUnavailable": 1, "selector": selector}})  # fmt: skip
+        api.create("deployments", deployment("web", 6, cpu="250m", memory="256Mi"))
+        eventually_fine(lambda: all_running(api, 12), within=90)
+        scale(api, "spread", 0)
+        # The lowest number of web pods running, as a peak of its negative.
+        low = Sampler(lambda: -sum(
+            1 for p in api.list("pods")
+            if p["metadata"]["labels"].get("app") == "web"
+            and (p.get("status") or {}).get("phase") == "Running"
+            and not p["metadata"].get("deletionTimestamp")), initial=-6)  # fmt: skip
 
-            def fewer() -> str:
-                count = len(live_nodes(api))
-                if count >= nodes_before or disrupting(api):
-                    return f"{count} nodes (from {nodes_before}), {disrupting(api)} disrupting"
-                return all_running(api, 6)
+        def fewer() -> str:
+            count = len(live_nodes(api))
+            if count >= nodes_before or disrupting(api):
+                return f"{count} nodes (from {nodes_before}), {disrupting(api)} disrupting"
+            return all_running(api, 6)
 
-            eventually(fewer, timeout=150)
-            # Consolidation may take a few steps; once nothing has changed for 25 s (more
-            # than two passes), a further 25 s must change nothing either: no churn.
-            settled = wait_until_settled(api, quiet=25.0, timeout=150)
-            # PDB maxUnavailable 1: never fewer than five web pods running.
-            assert -low.stop() >= 5
-            assert len(settled) < nodes_before
-            time.sleep(25)
-            assert claim_names(api) == settled
-            assert all_running(api, 6) == ""
-        finally:
-            karpy.process.terminate()
-            assert karpy.finish() == 0
+        eventually_fine(fewer, within=150)
+        # Consolidation may take a few steps; once nothing has changed for 25 s (more
+        # than two passes), a further 25 s must change nothing either: no churn.
+        settled = wait_until_settled(api, quiet=25.0, timeout=150)
+        # PDB maxUnavailable 1: never fewer than five web pods running.
+        assert -low.stop() >= 5
+        assert len(settled) < nodes_before
+        time.sleep(25)
+        assert claim_names(api) == settled
+        assert all_running(api, 6) == ""
 
 
 def set_ready(api: Api, name: str, status: str) -> None:
@@ -299,38 +263,35 @@ def set_ready(api: Api, name: str, status: str) -> None:
 
 
 def test_node_repair_replaces_an_unhealthy_node_unless_too_many_are(tmp_path: Path) -> None:
-    with sandbox_process(tmp_path) as cluster:
-        api = cluster.api
-        api.apply_examples(pool(consolidationPolicy="WhenEmpty", consolidateAfter="Never"))
-        karpy = controller(cluster.kubeconfig, FEATURE_GATES="NodeRepair=true",
-                           FAKE_REPAIR_TOLERATION="3s")  # fmt: skip
-        try:
-            karpy.wait_for_message("informers synced", timeout=60)
-            api.create("deployments", deployment("web", 5, cpu="500m", memory="512Mi",
-                                                 spec=one_per_node("web")))  # fmt: skip
-            eventually(lambda: all_running(api, 5), timeout=90)
-            nodes = sorted(n["metadata"]["name"] for n in live_nodes(api))
-            # Two of five unhealthy: more than 20% (one, rounded up), so neither is repaired.
-            set_ready(api, nodes[0], "False")
-            set_ready(api, nodes[1], "False")
-            eventually(lambda: "" if any(e["reason"] == "NodeRepairBlocked"
-                                         for e in api.list("events")) else "not blocked yet",
-                       timeout=30)  # fmt: skip
-            time.sleep(5)
-            assert {nodes[0], nodes[1]} <= {n["metadata"]["name"] for n in live_nodes(api)}
-            # One of them recovers: one of five is within 20%, and is replaced.
-            set_ready(api, nodes[1], "True")
+    with running_karpy(
+        tmp_path,
+        nodepool=pool(consolidationPolicy="WhenEmpty", consolidateAfter="Never"),
+        FEATURE_GATES="NodeRepair=true",
+        FAKE_REPAIR_TOLERATION="3s",
+    ) as run:
+        api = run.api
+        api.create("deployments", deployment("web", 5, cpu="500m", memory="512Mi",
+                                             spec=one_per_node("web")))  # fmt: skip
+        eventually_fine(lambda: all_running(api, 5), within=90)
+        nodes = sorted(n["metadata"]["name"] for n in live_nodes(api))
+        # Two of five unhealthy: more than 20% (one, rounded up), so neither is repaired.
+        set_ready(api, nodes[0], "False")
+        set_ready(api, nodes[1], "False")
+        eventually_fine(lambda: "" if any(e["reason"] == "NodeRepairBlocked"
+                                     for e in api.list("events")) else "not blocked yet",
+                   within=30)  # fmt: skip
+        time.sleep(5)
+        assert {nodes[0], nodes[1]} <= {n["metadata"]["name"] for n in live_nodes(api)}
+        # One of them recovers: one of five is within 20%, and is replaced.
+        set_ready(api, nodes[1], "True")
 
-            def repaired() -> str:
-                names = {n["metadata"]["name"] for n in api.list("nodes")}
-                if nodes[0] in names:
-                    return f"{nodes[0]} still there"
-                return all_running(api, 5)
+        def repaired() -> str:
+            names = {n["metadata"]["name"] for n in api.list("nodes")}
+            if nodes[0] in names:
+                return f"{nodes[0]} still there"
+            return all_running(api, 5)
 
-            eventually(repaired, timeout=120)
-        finally:
-            karpy.process.terminate()
-            assert karpy.finish() == 0
+        eventually_fine(repaired, within=120)
 
 
 def explain(kubeconfig: Path, node: str) -> str:
@@ -345,43 +306,36 @@ def explain(kubeconfig: Path, node: str) -> str:
 def test_explain_node_says_what_blocks_a_node_and_what_would_happen_to_the_others(
     tmp_path: Path,
 ) -> None:
-    with sandbox_process(tmp_path) as cluster:
-        api = cluster.api
-        api.apply_examples(pool(consolidationPolicy="WhenEmptyOrUnderutilized",
-                                consolidateAfter="1h"))  # fmt: skip
-        karpy = controller(cluster.kubeconfig)
-        try:
-            karpy.wait_for_message("informers synced", timeout=60)
-            term = {"labelSelector": {"matchLabels": {"group": "x"}},
-                    "topologyKey": "kubernetes.io/hostname"}  # fmt: skip
-            apart = {"affinity": {"podAntiAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}  # fmt: skip
-            pinned = deployment("pinned", 1, cpu="500m", memory="512Mi", spec=apart,
-                                labels={"group": "x"})  # fmt: skip
-            pinned["spec"]["template"]["metadata"]["annotations"] = {
-                "karpenter.sh/do-not-disrupt": "true"}  # fmt: skip
-            api.create("deployments", pinned)
-            api.create("deployments", deployment("free", 1, cpu="500m", memory="512Mi",
-                                                 spec=apart, labels={"group": "x"}))  # fmt: skip
-            eventually(lambda: all_running(api, 2), timeout=90)
-            node_of = {p["metadata"]["labels"]["app"]: p["spec"]["nodeName"]
-                       for p in api.list("pods")}  # fmt: skip
-            blocked = explain(cluster.kubeconfig, node_of["pinned"])
-            assert "not a candidate" in blocked
-            assert "do-not-disrupt" in blocked and "pinned-" in blocked
-            free = explain(cluster.kubeconfig, node_of["free"])
-            assert "candidate:" in free
-            assert "consolidatable: in " in free, "consolidateAfter 1h has not passed"
-            assert "budget (Underutilized)" in free and "allows 1 of 2" in free
-            assert "expiration: in " in free
-            missing = subprocess.run(
-                [sys.executable, "-m", "karpy", "explain", "node", "nope", "--kubeconfig",
-                 str(cluster.kubeconfig)], capture_output=True, text=True, env=clean_env(),
-                timeout=60, check=False)  # fmt: skip
-            assert missing.returncode == 1 and "no such Node" in missing.stdout
-        finally:
-            karpy.process.terminate()
-            assert karpy.finish() == 0
+    underused = pool(consolidationPolicy="WhenEmptyOrUnderutilized", consolidateAfter="1h")
+    with running_karpy(tmp_path, nodepool=underused) as run:
+        api = run.api
+        term = {"labelSelector": {"matchLabels": {"group": "x"}},
+                "topologyKey": "kubernetes.io/hostname"}  # fmt: skip
+        apart = {"affinity": {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}  # fmt: skip
+        pinned = deployment("pinned", 1, cpu="500m", memory="512Mi", spec=apart,
+                            labels={"group": "x"})  # fmt: skip
+        pinned["spec"]["template"]["metadata"]["annotations"] = {
+            "karpenter.sh/do-not-disrupt": "true"}  # fmt: skip
+        api.create("deployments", pinned)
+        api.create("deployments", deployment("free", 1, cpu="500m", memory="512Mi",
+                                             spec=apart, labels={"group": "x"}))  # fmt: skip
+        eventually_fine(lambda: all_running(api, 2), within=90)
+        node_of = {p["metadata"]["labels"]["app"]: p["spec"]["nodeName"]
+                   for p in api.list("pods")}  # fmt: skip
+        blocked = explain(run.cluster.kubeconfig, node_of["pinned"])
+        assert "not a candidate" in blocked
+        assert "do-not-disrupt" in blocked and "pinned-" in blocked
+        free = explain(run.cluster.kubeconfig, node_of["free"])
+        assert "candidate:" in free
+        assert "consolidatable: in " in free, "consolidateAfter 1h has not passed"
+        assert "budget (Underutilized)" in free and "allows 1 of 2" in free
+        assert "expiration: in " in free
+        missing = subprocess.run(
+            [sys.executable, "-m", "karpy", "explain", "node", "nope", "--kubeconfig",
+             str(run.cluster.kubeconfig)], capture_output=True, text=True, env=clean_env(),
+            timeout=60, check=False)  # fmt: skip
+        assert missing.returncode == 1 and "no such Node" in missing.stdout
 
 
 def test_termination_grace_period_ends_a_drain_a_pdb_would_block_forever(
@@ -391,32 +345,23 @@ def test_termination_grace_period_ends_a_drain_a_pdb_would_block_forever(
     skip_if_run_as_chart_account(rbac)
     bounded = pool(consolidationPolicy="WhenEmpty", consolidateAfter="Never")
     bounded["spec"]["template"]["spec"]["terminationGracePeriod"] = "30s"
-    with sandbox_process(tmp_path, *(["--rbac"] if rbac else [])) as cluster:
-        api = cluster.api
-        api.apply_examples(bounded)
-        account = ChartAccount(cluster.kubeconfig) if rbac else None
-        karpy = controller(account.kubeconfig_path if account else cluster.kubeconfig)
-        try:
-            karpy.wait_for_message("informers synced", timeout=60)
-            selector = {"matchLabels": {"app": "db"}}
-            api.create("pdbs", {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                                "metadata": {"name": "db", "namespace": "default"},
-                                "spec": {"maxUnavailable": 0, "selector": selector}})  # fmt: skip
-            api.create("deployments", deployment("db", 1, cpu="500m", memory="512Mi"))
-            eventually(lambda: all_running(api, 1), timeout=90)
-            (claim,) = managed_claims(api)
-            name = claim["metadata"]["name"]
-            api.delete("nodeclaims", name)
-            started = time.monotonic()
+    with running_karpy(tmp_path, nodepool=bounded,
+                       rbac="termination-grace-period" if rbac else None) as run:  # fmt: skip
+        api = run.api
+        selector = {"matchLabels": {"app": "db"}}
+        api.create("pdbs", {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                            "metadata": {"name": "db", "namespace": "default"},
+                            "spec": {"maxUnavailable": 0, "selector": selector}})  # fmt: skip
+        api.create("deployments", deployment("db", 1, cpu="500m", memory="512Mi"))
+        eventually_fine(lambda: all_running(api, 1), within=90)
+        (claim,) = managed_claims(api)
+        name = claim["metadata"]["name"]
+        api.delete("nodeclaims", name)
+        started = time.monotonic()
 
-            def gone() -> str:
-                names = {c["metadata"]["name"] for c in api.list("nodeclaims")}
-                return f"{name} still there" if name in names else ""
+        def gone() -> str:
+            names = {c["metadata"]["name"] for c in api.list("nodeclaims")}
+            return f"{name} still there" if name in names else ""
 
-            eventually(gone, timeout=30 + 30)
-            assert time.monotonic() - started >= 20, "the PDB held the drain until the deadline"
-            if account is not None:
-                account.check("termination-grace-period")
-        finally:
-            karpy.process.terminate()
-            assert karpy.finish() == 0
+        eventually_fine(gone, within=30 + 30)
+        assert time.monotonic() - started >= 20, "the PDB held the drain until the deadline"
