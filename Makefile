@@ -9,7 +9,7 @@ RUN_STAMP := $(VENV)/.sandbox-stamp
 # finish the suite in about 6 minutes instead of 10, with the CPU still not saturated.
 PYTEST_WORKERS ?= 4
 
-.PHONY: all venv test lint format run bench clean
+.PHONY: all venv test test-fast lint format run bench clean
 
 all: lint test
 
@@ -23,6 +23,12 @@ venv: $(STAMP)
 
 test: $(STAMP) $(BIN)/helm
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+
+# The pure and component tests: no process started, no shipped artefact checked, no moto
+# server, nothing marked slow (tests/conftest.py marks them): about a minute on two cores.
+FAST_WORKERS ?= 2
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n $(FAST_WORKERS) -m "not process and not deploy and not moto and not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check karpy tests

@@ -1,5 +1,62 @@
-"""Shared pytest configuration: fixtures every suite can use are registered here."""
+"""Shared pytest configuration: fixtures every suite can use are registered here, and the
+markers that ``make test-fast`` selects by are applied.
+
+``make test-fast`` runs the pure and component tests only (``-m "not process and not
+deploy and not moto and not slow"``). What it leaves out is marked here, centrally, so
+nobody marks tests by hand:
+
+- ``process``: a test that starts another process (``karpy controller``, ``karpy
+  sandbox``, kubectl, helm): every test under ``tests/e2e/``, every test marked
+  ``kubectl``, and every test of a module whose source names ``subprocess`` (or asyncio's
+  ``create_subprocess_exec``) or that uses the end-to-end process helpers (``tests.e2e``). The rule
+  is by module, not by test: a module mixing quick tests with process tests loses its
+  quick ones from the fast run too, the price of a rule nobody has to remember;
+- ``deploy``: every test under ``tests/deploy/``, which checks what is shipped (chart,
+  image, CloudFormation, dashboards, docs site) rather than karpy's code;
+- ``moto``: a test that uses a moto server (a fixture named in `MOTO_FIXTURES`): the AWS
+  provider's tests, half the fast run's time on their own.
+"""
 
 from __future__ import annotations
 
+import re
+import types
+from pathlib import Path
+
+import pytest
+
 pytest_plugins = ["tests.fixtures.apiserver"]
+
+TESTS = Path(__file__).resolve().parent
+E2E = TESTS / "e2e"
+DEPLOY = TESTS / "deploy"
+MOTO_FIXTURES = frozenset({"moto_server", "moto_endpoint"})
+STARTS_PROCESS = re.compile(r"\b(subprocess|create_subprocess_(exec|shell)|Popen)\b")
+
+
+def starts_processes(module: types.ModuleType) -> bool:
+    """Whether ``module`` (a test module) can start processes: it lives under tests/e2e,
+    its source names a way to start one (``subprocess``, asyncio's
+    ``create_subprocess_exec``), or it uses the end-to-end process helpers."""
+    path = Path(str(module.__file__)).resolve()
+    if E2E in path.parents or STARTS_PROCESS.search(path.read_text(encoding="utf-8")):
+        return True
+    for value in vars(module).values():
+        owner = value.__name__ if isinstance(value, types.ModuleType) else (
+            getattr(value, "__module__", None) or "")  # fmt: skip
+        if owner == "tests.e2e" or owner.startswith("tests.e2e."):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is None:
+            continue
+        if starts_processes(module) or item.get_closest_marker("kubectl") is not None:
+            item.add_marker(pytest.mark.process)
+        if DEPLOY in Path(str(module.__file__)).resolve().parents:
+            item.add_marker(pytest.mark.deploy)
+        if MOTO_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.moto)
