@@ -1,0 +1,133 @@
+"""`DisruptionQueue` against the API server emulator with the fake cloud, on the fake
+clock: a NodeClaim a decision marked is tainted, waits for its replacement to initialize
+and is then deleted; a decision whose replacement goes, or does not initialize within ten
+minutes, is rolled back; a disrupted taint nobody stands behind is removed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karpy.apis.core import format_time
+from karpy.apis.labels import ANNOTATION_REPLACEMENTS, FINALIZER_TERMINATION, TAINT_DISRUPTED
+from karpy.disruption.orchestration import POLL, DisruptionQueue
+from karpy.lifecycle.context import Lifecycle
+from karpy.reconcile import DONE
+from karpy.sandbox.apiserver import APIServer
+from karpy.state.keys import NodeClaimName
+from tests import factories as f
+from tests.fixtures.cluster import World
+from tests.fixtures.lifecycle import lifecycle, running_nodeclaim
+from tests.fixtures.waiting import eventually
+from tests.kube.fakeclock import FakeClock
+
+NODECLAIMS = "nodeclaims.karpenter.sh"
+REASON = "Underutilized"
+
+
+def queue(world: World, clock: FakeClock) -> DisruptionQueue:
+    return DisruptionQueue(world.state, world.client, world.recorder, clock=clock,
+                           metrics=world.metrics.karpenter)  # fmt: skip
+
+
+def mark(apiserver: APIServer, name: str, replacements: list[str], clock: FakeClock) -> None:
+    """What a disruption decision writes on the NodeClaim it chose."""
+    apiserver.store.patch(NODECLAIMS, name, {"metadata": {"annotations": {
+        ANNOTATION_REPLACEMENTS: ",".join(replacements)}}})  # fmt: skip
+    claim = apiserver.store.get(NODECLAIMS, name)
+    claim["status"]["conditions"].append({
+        "type": "DisruptionReason", "status": "True", "reason": REASON, "message": "",
+        "lastTransitionTime": format_time(clock.now().replace(microsecond=0))})  # fmt: skip
+    apiserver.store.update_status(NODECLAIMS, claim)
+
+
+def disrupted_taints(apiserver: APIServer, name: str) -> list[dict[str, Any]]:
+    taints = apiserver.store.get("nodes", name, None)["spec"].get("taints") or ()
+    return [t for t in taints if t["key"] == TAINT_DISRUPTED]
+
+
+async def replaced_world(
+    apiserver: APIServer, world: World, ctx: Lifecycle, clock: FakeClock
+) -> None:
+    """``default-old`` running, marked for replacement by ``default-new``, which has been
+    created and launched but not initialized."""
+    await running_nodeclaim(apiserver, world, ctx, "default-old",
+                            finalizers=[FINALIZER_TERMINATION])  # fmt: skip
+    apiserver.store.create(NODECLAIMS, f.nodeclaim("default-new", nodepool="default",
+                                                   finalizers=[FINALIZER_TERMINATION]))  # fmt: skip
+    mark(apiserver, "default-old", ["default-new"], clock)
+    await world.settled()
+
+
+async def test_a_marked_nodeclaim_is_deleted_once_its_replacement_is_initialized(apiserver):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        await replaced_world(apiserver, world, ctx, clock)
+        disruption = queue(world, clock)
+
+        assert (await disruption.reconcile(NodeClaimName("default-old"))).requeue_after == POLL
+        assert disrupted_taints(apiserver, "default-old"), "no new pods while it waits"
+        assert not apiserver.store.get(NODECLAIMS, "default-old")["metadata"].get(
+            "deletionTimestamp")  # fmt: skip
+        await eventually(lambda: world.events("DisruptionWaitingReadiness"))
+
+        new = apiserver.store.get(NODECLAIMS, "default-new")
+        initialized = {"type": "Initialized", "status": "True", "reason": "Initialized",
+                       "message": "", "lastTransitionTime": format_time(clock.now())}  # fmt: skip
+        new["status"] = {"conditions": [initialized]}
+        apiserver.store.update_status(NODECLAIMS, new)
+        await world.settled()
+        assert await disruption.reconcile(NodeClaimName("default-old")) == DONE
+        assert apiserver.store.get(NODECLAIMS, "default-old")["metadata"]["deletionTimestamp"]
+        await eventually(lambda: world.events("DisruptionTerminating"))
+
+
+async def test_a_decision_whose_replacement_is_deleted_is_rolled_back(apiserver):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        await replaced_world(apiserver, world, ctx, clock)
+        disruption = queue(world, clock)
+        await disruption.reconcile(NodeClaimName("default-old"))
+        assert disrupted_taints(apiserver, "default-old")
+
+        apiserver.store.delete(NODECLAIMS, "default-new")  # its launch failed, say
+        await world.settled()
+        assert await disruption.reconcile(NodeClaimName("default-old")) == DONE
+        claim = apiserver.store.get(NODECLAIMS, "default-old")
+        assert not claim["metadata"].get("deletionTimestamp")
+        assert ANNOTATION_REPLACEMENTS not in claim["metadata"].get("annotations", {})
+        assert "DisruptionReason" not in {c["type"] for c in claim["status"]["conditions"]}
+        assert disrupted_taints(apiserver, "default-old") == []
+        blocked = await eventually(lambda: world.events("DisruptionBlocked"))
+        assert "replacement default-new was deleted" in blocked[0]["message"]
+
+
+async def test_a_replacement_not_initialized_within_ten_minutes_rolls_the_decision_back(
+    apiserver,
+):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        await replaced_world(apiserver, world, ctx, clock)
+        disruption = queue(world, clock)
+        await disruption.reconcile(NodeClaimName("default-old"))
+        await clock.advance(9 * 60)
+        assert (await disruption.reconcile(NodeClaimName("default-old"))).requeue_after == POLL
+
+        await clock.advance(61)
+        assert await disruption.reconcile(NodeClaimName("default-old")) == DONE
+        assert disrupted_taints(apiserver, "default-old") == []
+        blocked = await eventually(lambda: world.events("DisruptionBlocked"))
+        assert "not initialized within 10 minutes" in blocked[0]["message"]
+        failures = world.metrics.registry.get_sample_value(
+            "karpenter_voluntary_disruption_queue_failures_total",
+            {"decision": "replace", "reason": REASON, "consolidation_type": ""},
+        )  # fmt: skip
+        assert failures == 1
+
+
+async def test_a_disrupted_taint_without_a_decision_behind_it_is_removed(apiserver):
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        await running_nodeclaim(apiserver, world, ctx, "default-stale")
+        node = apiserver.store.get("nodes", "default-stale", None)
+        node["spec"]["taints"] = [*(node["spec"].get("taints") or ()),
+                                  {"key": TAINT_DISRUPTED, "effect": "NoSchedule"}]  # fmt: skip
+        apiserver.store.update("nodes", node)
+        await world.settled()
+        assert await queue(world, clock).reconcile(NodeClaimName("default-stale")) == DONE
+        assert disrupted_taints(apiserver, "default-stale") == []
