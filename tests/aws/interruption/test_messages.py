@@ -101,6 +101,9 @@ def test_an_empty_body_is_no_op():
         json.dumps({**b.spot_interruption(I), "time": "yesterday"}),
         json.dumps({**b.spot_interruption(I), "time": 12}),
     ],
+    ids=["not-json", "unclosed", "list", "null", "spot-no-detail", "spot-detail-text",
+         "spot-id-number", "state-change-no-state", "health-no-entities",
+         "health-empty-entity", "time-text", "time-number"],
 )  # fmt: skip
 def test_malformed_bodies_raise_a_parse_error(raw):
     with pytest.raises(MessageParseError):
