@@ -15,6 +15,10 @@ nobody marks tests by hand:
   image, CloudFormation, dashboards, docs site) rather than karpy's code;
 - ``moto``: a test that uses a moto server (a fixture named in `MOTO_FIXTURES`): the AWS
   provider's tests, half the fast run's time on their own.
+
+The slow and process tests are also collected first. xdist hands tests to its workers in
+collection order, so the minute-long end-to-end runs start at once and the thousands of
+quick tests fill the gaps, instead of one long run starting last and holding up the end.
 """
 
 from __future__ import annotations
@@ -60,3 +64,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.deploy)
         if MOTO_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.moto)
+    items.sort(key=_start_order)  # stable: the same order on every worker
+
+
+def _start_order(item: pytest.Item) -> int:
+    """Slow tests first, then the other process tests, then the rest."""
+    if item.get_closest_marker("slow") is not None:
+        return 0
+    return 1 if item.get_closest_marker("process") is not None else 2
