@@ -40,6 +40,7 @@ from karpy.lifecycle.conditions import INITIALIZED, LAUNCHED, conditions_of, is_
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.cluster import is_node, is_nodeclaim, is_nodepool
 from karpy.state.keys import NodeClaimName
 
 if TYPE_CHECKING:
@@ -92,15 +93,15 @@ class NodeClaimDisruptionConditions:
 
     # --- what concerns which NodeClaim -----------------------------------------------------
 
-    def keys_for(self, change: StateChange) -> Iterable[NodeClaimName]:
-        if change.kind == kinds.NODECLAIM:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[NodeClaimName]:
+        if is_nodeclaim(change):
             return (NodeClaimName(change.key),) if change.new is not None else ()
         snapshot = self.state.snapshot()
-        if change.kind == kinds.NODEPOOL:
+        if is_nodepool(change):
             if _status_only(change.old, change.new):
                 return ()  # the counter writes status every 2 s in a scale-up: nothing here
             return [NodeClaimName(c.name) for c in snapshot.nodeclaims_of(change.key)]
-        if change.kind == kinds.NODE:
+        if is_node(change):
             claim = snapshot.claim_for_node(change.key)
             return (NodeClaimName(claim.name),) if claim is not None else ()
         if change.kind in self.node_class_kinds:  # a resolved or edited class may drift its nodes
@@ -110,7 +111,7 @@ class NodeClaimDisruptionConditions:
         claim_name = _pod_event_claim(snapshot, change)
         return (NodeClaimName(claim_name),) if claim_name is not None else ()
 
-    def pod_events_observed(self, changes: Sequence[StateChange]) -> None:
+    def pod_events_observed(self, changes: Sequence[StateChange[Any]]) -> None:
         """Note when each NodeClaim's node last had a pod event (a bind, a removal, a pod
         going terminal: Karpenter's podevents), for ``lastPodEventTime``; subscribed to
         cluster state by the wiring, beside this controller's own subscription."""
@@ -271,7 +272,7 @@ def _admits(operator: str, values: tuple[str, ...], value: str | None) -> bool:
     return True
 
 
-def _pod_event_claim(snapshot: StateSnapshot, change: StateChange) -> str | None:
+def _pod_event_claim(snapshot: StateSnapshot, change: StateChange[Any]) -> str | None:
     """The NodeClaim whose node a pod change is a pod event on, if any."""
     node = _pod_event_node(change.old, change.new)
     if node is None:

@@ -33,7 +33,7 @@ it found nothing (`karpy.disruption.methods.consolidation.Consolidated`).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.conditions import ConditionUpdate
 from karpy.apis.disruption import DisruptionReason
@@ -134,7 +134,7 @@ class Disruption:
         self._held_back = False  # the last pass left emptiness and consolidation for later
         self._pending: tuple[Command, float] | None = None  # awaiting validation, and when
 
-    def wants(self, change: StateChange) -> bool:
+    def wants(self, change: StateChange[Any]) -> bool:
         new, old = change.new, change.old
         if new is None:
             return False

@@ -11,7 +11,7 @@ disables it. The reconcile is requeued for the moment the NodeClaim expires.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
 from karpy.kube.errors import NotFound
@@ -52,7 +52,7 @@ class Expiration:
         self.clock = clock
         self.metrics = metrics
 
-    def keys_for(self, change: StateChange) -> Iterable[NodeClaimName]:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[NodeClaimName]:
         return (NodeClaimName(change.key),) if change.new is not None else ()
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeClaimName]:

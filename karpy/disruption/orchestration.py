@@ -42,6 +42,7 @@ from karpy.lifecycle.termination.pods import DISRUPTED_TAINT
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.cluster import is_node
 from karpy.state.keys import NodeClaimName
 
 if TYPE_CHECKING:
@@ -102,9 +103,9 @@ class DisruptionQueue:
 
     # --- which NodeClaims ---------------------------------------------------------------
 
-    def keys_for(self, change: StateChange) -> Iterable[NodeClaimName]:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[NodeClaimName]:
         snapshot = self.state.snapshot()
-        if change.kind == kinds.NODE:
+        if is_node(change):
             claim = snapshot.claim_for_node(change.key)
             return (NodeClaimName(claim.name),) if claim is not None else ()
         new: NodeClaim | None = change.new

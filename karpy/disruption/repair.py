@@ -18,7 +18,7 @@ that pool is repaired, and a ``NodeRepairBlocked`` Event says why. Counted in
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.core import format_time
 from karpy.apis.labels import ANNOTATION_TERMINATION_TIMESTAMP, LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
@@ -91,7 +91,7 @@ class NodeRepair:
         self.clock = clock
         self.metrics = metrics
 
-    def keys_for(self, change: StateChange) -> Iterable[NodeName]:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[NodeName]:
         return (NodeName(change.key),) if change.new is not None else ()
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeName]:

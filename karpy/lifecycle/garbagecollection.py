@@ -33,7 +33,7 @@ A restart forgets the suspects, which only delays a termination by one more pass
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -96,7 +96,7 @@ class GarbageCollection:
         self.terminated = 0
         self.deleted = 0
 
-    def wants(self, change: StateChange) -> bool:
+    def wants(self, change: StateChange[Any]) -> bool:
         return False
 
     def due(self, snapshot: StateSnapshot) -> bool:

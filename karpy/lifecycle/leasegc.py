@@ -26,7 +26,7 @@ leader.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.kube.client import Preconditions
@@ -35,6 +35,7 @@ from karpy.kube.resources import LEASES, NODE_LEASE_NAMESPACE
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.cluster import is_node_lease
 from karpy.state.keys import LeaseKey
 
 if TYPE_CHECKING:
@@ -77,8 +78,8 @@ class LeaseGarbageCollection:
         self.clock = clock
         self.deleted = 0
 
-    def keys_for(self, change: StateChange) -> Iterable[LeaseKey]:
-        if change.kind == kinds.NODE_LEASE:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[LeaseKey]:
+        if is_node_lease(change):
             return () if change.new is None else (LeaseKey(change.key),)
         if change.new is None:  # a Node went: its Lease may now be an orphan
             return (LeaseKey(f"{NODE_LEASE_NAMESPACE}/{change.key}"),)

@@ -19,7 +19,7 @@ the periodic resync.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.labels import FINALIZER_TERMINATION
 from karpy.kube.client import priority
@@ -30,6 +30,7 @@ from karpy.lifecycle.liveness import check_liveness
 from karpy.lifecycle.registration import register
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.cluster import is_nodeclaim
 from karpy.state.keys import NodeClaimName
 
 if TYPE_CHECKING:
@@ -51,8 +52,8 @@ class NodeClaimLifecycle:
     def __init__(self, ctx: Lifecycle) -> None:
         self.ctx = ctx
 
-    def keys_for(self, change: StateChange) -> Iterable[NodeClaimName]:
-        if change.kind == kinds.NODECLAIM:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[NodeClaimName]:
+        if is_nodeclaim(change):
             return (NodeClaimName(change.key),)
         record = change.new if change.new is not None else change.old
         provider_id = record.provider_id if record is not None else ""

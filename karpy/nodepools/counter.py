@@ -10,13 +10,14 @@ again when the interval is over).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.kube.resources import NODEPOOLS
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.scheduling.usage import NodePoolUsage
 from karpy.state import kinds
+from karpy.state.cluster import is_nodeclaim, is_nodepool
 from karpy.state.keys import NodePoolName
 
 if TYPE_CHECKING:
@@ -72,14 +73,14 @@ class NodePoolCounter:
         self.min_interval = min_interval
         self._counted: dict[str, float] = {}  # pool -> when it was last counted
 
-    def keys_for(self, change: StateChange) -> Iterable[NodePoolName]:
-        if change.kind == kinds.NODEPOOL:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[NodePoolName]:
+        if is_nodepool(change):
             return (NodePoolName(change.key),)
         pools: set[NodePoolName] = set()
         for record in (change.old, change.new):
             if record is None:
                 continue
-            labels = record.metadata.labels if change.kind == kinds.NODECLAIM else (
+            labels = record.metadata.labels if is_nodeclaim(change) else (
                 record.node.labels)  # fmt: skip
             pool = labels.get(LABEL_NODEPOOL)
             if pool:

@@ -8,7 +8,7 @@ differs from what the pool carries.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from karpy.apis.hashes import NODEPOOL_HASH_VERSION, nodepool_template_hash
 from karpy.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH_VERSION
@@ -35,7 +35,7 @@ class NodePoolHash:
         self.state = state
         self.client = client
 
-    def keys_for(self, change: StateChange) -> Iterable[NodePoolName]:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[NodePoolName]:
         return (NodePoolName(change.key),) if change.new is not None else ()
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodePoolName]:

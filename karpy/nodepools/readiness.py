@@ -29,6 +29,7 @@ from karpy.kube.resources import NODEPOOLS
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result
 from karpy.state import kinds
+from karpy.state.cluster import is_nodepool
 from karpy.state.keys import NodePoolName
 
 if TYPE_CHECKING:
@@ -72,8 +73,8 @@ class NodePoolReadiness:
         self.clock = clock
         self.watches = frozenset({kinds.NODEPOOL, *(k.kind for k in self.node_classes)})
 
-    def keys_for(self, change: StateChange) -> Iterable[NodePoolName]:
-        if change.kind == kinds.NODEPOOL:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[NodePoolName]:
+        if is_nodepool(change):
             return (NodePoolName(change.key),)
         return [
             NodePoolName(pool.name)

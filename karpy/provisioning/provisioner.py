@@ -61,6 +61,7 @@ from karpy.scheduling.solver import Scheduler
 from karpy.scheduling.usage import NodePoolUsage
 from karpy.scheduling.validation import AVOIDS_KARPENTER
 from karpy.state import kinds
+from karpy.state.cluster import is_node, is_nodeclaim, is_pod
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
     from karpy.scheduling.results import NodeClaimPlan, Results
     from karpy.settings import Settings
     from karpy.state.cluster import ClusterState, StateChange
+    from karpy.state.records import PodInfo
     from karpy.state.snapshot import StateSnapshot
 
 __all__ = ["Provisioner"]
@@ -135,49 +137,53 @@ class Provisioner:
 
     # --- what queues a round ---------------------------------------------------------------
 
-    def batch_items(self, change: StateChange) -> Iterable[Hashable]:
+    def batch_items(self, change: StateChange[Any]) -> Iterable[Hashable]:
         """The items ``change`` brings to the batching window (none when it calls for no
         round); only reads."""
-        new = change.new
-        if change.kind == kinds.NODECLAIM:
+        if is_nodeclaim(change):
             # Capacity that was promised and will not come (a launch refused, a NodeClaim
             # deleted): its pods need another home now, not at the next resync.
-            ending = new is None or (
-                new.metadata.deletion_timestamp is not None
-                and (change.old is None or change.old.metadata.deletion_timestamp is None)
+            claim, was = change.new, change.old
+            ending = claim is None or (
+                claim.metadata.deletion_timestamp is not None
+                and (was is None or was.metadata.deletion_timestamp is None)
             )
             if ending and self.state.snapshot().pending:
                 return (f"nodeclaim/{change.key}",)
             return ()
-        if new is None:
-            return ()
-        if change.kind == kinds.POD:
-            if new.provisionable:
-                return (new.pod.uid or change.key,)
-            if self._bound_elsewhere(change):
+        if is_pod(change):
+            pod = change.new
+            if pod is None:
+                return ()
+            if pod.provisionable:
+                return (pod.pod.uid or change.key,)
+            if self._bound_elsewhere(pod, change.old):
                 # kube-scheduler put it on a node planned for other pods, which may not
                 # fit there now: look again soon rather than at the next resync.
-                return (f"displaced/{new.pod.node_name}",)
-        elif _disrupted(new) and (change.old is None or not _disrupted(change.old)):
-            return (f"node/{change.key}",)  # its pods will need a home
+                return (f"displaced/{pod.pod.node_name}",)
+            return ()
+        if is_node(change) and change.new is not None:
+            node, was_node = change.new, change.old
+            if _disrupted(node) and (was_node is None or not _disrupted(was_node)):
+                return (f"node/{change.key}",)  # its pods will need a home
         return ()
 
-    def claims_informed(self, changes: Sequence[StateChange]) -> None:
+    def claims_informed(self, changes: Sequence[StateChange[Any]]) -> None:
         """Forget the NodeClaims created here that the informer has now reported (added,
         or already gone): they no longer need standing in for."""
         for change in changes:
-            if change.kind == kinds.NODECLAIM:
+            if is_nodeclaim(change):
                 self._created.pop(change.key, None)
 
-    def wants(self, change: StateChange) -> bool:
+    def wants(self, change: StateChange[Any]) -> bool:
         return False  # see `watches`
 
-    def _bound_elsewhere(self, change: StateChange) -> bool:
+    def _bound_elsewhere(self, new: PodInfo, old: PodInfo | None) -> bool:
         """Was a nominated pod just bound to a node other than its target's?"""
-        node = change.new.pod.node_name
-        if not node or (change.old is not None and change.old.pod.node_name):
+        node = new.pod.node_name
+        if not node or (old is not None and old.pod.node_name):
             return False
-        nomination = self.nominations.get(change.key)
+        nomination = self.nominations.get(new.key)
         if nomination is None:
             return False
         target = nomination.target

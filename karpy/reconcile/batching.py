@@ -51,7 +51,7 @@ class BatchingSource(Generic[K]):
         key: K,
         state: ClusterState,
         watches: frozenset[str],
-        items_for: Callable[[StateChange], Iterable[Hashable]],
+        items_for: Callable[[StateChange[Any]], Iterable[Hashable]],
         *,
         idle: float,
         maximum: float,
@@ -92,7 +92,7 @@ class BatchingSource(Generic[K]):
             return None
         return min(self._idle_until, self._opened + self.maximum)
 
-    def _on_changes(self, changes: Sequence[StateChange]) -> None:
+    def _on_changes(self, changes: Sequence[StateChange[Any]]) -> None:
         watches = self.watches
         for change in changes:
             if change.kind in watches:

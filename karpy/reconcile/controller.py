@@ -39,7 +39,7 @@ import contextlib
 import random
 import time
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, Final, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -96,7 +96,7 @@ class Reconciler(Protocol[K]):
         """The kinds (`karpy.state.kinds`) whose changes are passed to `keys_for`."""
         ...
 
-    def keys_for(self, change: StateChange) -> Iterable[K]:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[K]:
         """The keys ``change`` concerns (called on the event loop: keep it cheap, and free
         of side effects)."""
         ...
@@ -170,7 +170,7 @@ class Controller(Generic[K]):
         """Wait until ``keys`` have been worked through (`WorkQueue.settled`)."""
         await self.queue.settled(keys)
 
-    def _on_changes(self, changes: Sequence[StateChange]) -> None:
+    def _on_changes(self, changes: Sequence[StateChange[Any]]) -> None:
         watches = self.reconciler.watches
         keys_for = self.reconciler.keys_for
         add = self.queue.add

@@ -17,7 +17,7 @@ stops it the same way. Sources (`karpy.reconcile.source`) feed it `UNIT`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 
@@ -55,7 +55,7 @@ class SingletonReconciler(Protocol):
         """The kinds (`karpy.state.kinds`) whose changes are passed to `wants`."""
         ...
 
-    def wants(self, change: StateChange) -> bool:
+    def wants(self, change: StateChange[Any]) -> bool:
         """Whether ``change`` calls for a run now (cheap, and free of side effects)."""
         ...
 
@@ -82,7 +82,7 @@ class Singleton:
     def watches(self) -> frozenset[str]:
         return self.reconciler.watches
 
-    def keys_for(self, change: StateChange) -> Iterable[Unit]:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[Unit]:
         return (UNIT,) if self.reconciler.wants(change) else ()
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[Unit]:

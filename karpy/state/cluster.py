@@ -26,7 +26,7 @@ could launch for pods already placed, or remove a node whose pods they have not 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeGuard, TypeVar
 
 import attrs
 import immutables
@@ -36,16 +36,21 @@ from karpy.base.clock import SYSTEM_CLOCK
 from karpy.kube.unreadable import UnreadableObject
 from karpy.log import get_logger
 from karpy.state import kinds
+from karpy.state.kinds import Kind
 from karpy.state.snapshot import EMPTY, StateSnapshot
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
     from karpy.apis.nodeclaim import NodeClaim
+    from karpy.apis.nodepool import NodePool
     from karpy.base.clock import Clock
-    from karpy.state.records import NodeInfo, PodInfo
+    from karpy.state.records import NodeInfo, NodeLease, PodInfo
 
-__all__ = ["ClusterState", "StateChange"]
+__all__ = ["ClusterState", "StateChange", "is_node", "is_node_lease", "is_nodeclaim",
+           "is_nodepool", "is_pod"]  # fmt: skip
+
+R = TypeVar("R")
 
 log = get_logger("state")
 
@@ -53,13 +58,36 @@ Map = immutables.Map
 
 
 @attrs.frozen(slots=True)
-class StateChange:
-    """One object's change: ``old`` None for an addition, ``new`` None for a deletion."""
+class StateChange(Generic[R]):
+    """One object's change: ``old`` None for an addition, ``new`` None for a deletion.
+    ``kind`` is a `Kind`, or a provider's NodeClass kind; the records are that kind's
+    projection (`karpy.state.watched`). `is_pod` and its siblings narrow a change to its
+    kind's record type."""
 
     kind: str
     key: str
-    old: Any
-    new: Any
+    old: R | None
+    new: R | None
+
+
+def is_pod(change: StateChange[Any]) -> TypeGuard[StateChange[PodInfo]]:
+    return change.kind == Kind.POD
+
+
+def is_node(change: StateChange[Any]) -> TypeGuard[StateChange[NodeInfo]]:
+    return change.kind == Kind.NODE
+
+
+def is_nodeclaim(change: StateChange[Any]) -> TypeGuard[StateChange[NodeClaim]]:
+    return change.kind == Kind.NODECLAIM
+
+
+def is_nodepool(change: StateChange[Any]) -> TypeGuard[StateChange[NodePool]]:
+    return change.kind == Kind.NODEPOOL
+
+
+def is_node_lease(change: StateChange[Any]) -> TypeGuard[StateChange[NodeLease]]:
+    return change.kind == Kind.NODE_LEASE
 
 
 def _put(outer: Map[str, Map[str, Any]], group: str, key: str, value: Any) -> Map[str, Any]:
@@ -94,7 +122,7 @@ class ClusterState:
         self._claim_of_node: Map[str, str] = EMPTY
         self._awaiting: Map[str, Map[str, bool]] = EMPTY  # replacement -> claims waiting
         self._synced_kinds: set[str] = set()
-        self._subscribers: list[Callable[[Sequence[StateChange]], None]] = []
+        self._subscribers: list[Callable[[Sequence[StateChange[Any]]], None]] = []
         self._snapshot: StateSnapshot | None = None
         self._synced_at: tuple[int, bool] | None = None  # (generation, answer) cache
         self._unsynced_since: float | None = clock.monotonic()
@@ -104,7 +132,7 @@ class ClusterState:
     def apply(self, kind: str, upserts: Sequence[tuple[str, Any]], deletes: Sequence[str]) -> None:
         objects = self._objects.setdefault(kind, EMPTY)
         unreadable_before = unreadable = self._unreadable.get(kind, EMPTY)
-        changes: list[StateChange] = []
+        changes: list[StateChange[Any]] = []
         with objects.mutate() as mutable:
             for key in deletes:
                 old = mutable.pop(key, None)
@@ -150,7 +178,7 @@ class ClusterState:
 
     # --- indexes --------------------------------------------------------------------------
 
-    def _index_pod(self, change: StateChange) -> None:
+    def _index_pod(self, change: StateChange[Any]) -> None:
         old: PodInfo | None = change.old
         new: PodInfo | None = change.new
         key = change.key
@@ -165,7 +193,7 @@ class ClusterState:
             if new.provisionable:
                 self._pending = self._pending.set(key, new)
 
-    def _index_node(self, change: StateChange) -> None:
+    def _index_node(self, change: StateChange[Any]) -> None:
         old: NodeInfo | None = change.old
         new: NodeInfo | None = change.new
         name = change.key
@@ -179,7 +207,7 @@ class ClusterState:
             self._node_by_provider = self._node_by_provider.set(new_pid, name)
             self._repair(new_pid)
 
-    def _index_nodeclaim(self, change: StateChange) -> None:
+    def _index_nodeclaim(self, change: StateChange[Any]) -> None:
         old: NodeClaim | None = change.old
         new: NodeClaim | None = change.new
         name = change.key
@@ -258,7 +286,9 @@ class ClusterState:
             )
         return self._snapshot
 
-    def subscribe(self, callback: Callable[[Sequence[StateChange]], None]) -> Callable[[], None]:
+    def subscribe(
+        self, callback: Callable[[Sequence[StateChange[Any]]], None]
+    ) -> Callable[[], None]:
         """Call ``callback`` with each applied batch of changes; returns the unsubscriber."""
         self._subscribers.append(callback)
         return lambda: self._subscribers.remove(callback)
@@ -310,7 +340,7 @@ class ClusterState:
         return {kind: len(objects) for kind, objects in self._objects.items() if objects}
 
 
-_INDEXERS: dict[str, Callable[[ClusterState, StateChange], None]] = {
+_INDEXERS: dict[str, Callable[[ClusterState, StateChange[Any]], None]] = {
     kinds.POD: ClusterState._index_pod,
     kinds.NODE: ClusterState._index_node,
     kinds.NODECLAIM: ClusterState._index_nodeclaim,

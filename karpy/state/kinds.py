@@ -7,22 +7,45 @@ own name like any other kind's.
 
 from __future__ import annotations
 
+import enum
 from typing import Final
 
-POD: Final = "Pod"
-NODE: Final = "Node"
-NODECLAIM: Final = "NodeClaim"
-NODEPOOL: Final = "NodePool"
-NODEOVERLAY: Final = "NodeOverlay"
-DAEMONSET: Final = "DaemonSet"
-PDB: Final = "PodDisruptionBudget"
-PVC: Final = "PersistentVolumeClaim"
-PV: Final = "PersistentVolume"
-STORAGECLASS: Final = "StorageClass"
-NAMESPACE: Final = "Namespace"
-NODE_LEASE: Final = "Lease"  # only those in kube-node-lease
+__all__ = [
+    "ALL_KINDS", "DAEMONSET", "NAMESPACE", "NODE", "NODECLAIM", "NODEOVERLAY", "NODEPOOL",
+    "NODE_LEASE", "PDB", "POD", "PV", "PVC", "STORAGECLASS", "Kind",
+]  # fmt: skip
 
-ALL_KINDS: Final = (
-    POD, NODE, NODECLAIM, NODEPOOL, NODEOVERLAY, DAEMONSET, PDB, PVC, PV, STORAGECLASS,
-    NAMESPACE, NODE_LEASE,
-)  # fmt: skip
+
+class Kind(enum.StrEnum):
+    """A core kind. Its value is the Kubernetes kind, so a `Kind` compares equal to the
+    plain string a provider's NodeClass kind is (a `StateChange` carries either)."""
+
+    POD = "Pod"
+    NODE = "Node"
+    NODECLAIM = "NodeClaim"
+    NODEPOOL = "NodePool"
+    NODEOVERLAY = "NodeOverlay"
+    DAEMONSET = "DaemonSet"
+    PDB = "PodDisruptionBudget"
+    PVC = "PersistentVolumeClaim"
+    PV = "PersistentVolume"
+    STORAGECLASS = "StorageClass"
+    NAMESPACE = "Namespace"
+    NODE_LEASE = "Lease"  # only those in kube-node-lease
+
+
+# The members under their short names, as the code reads them (`kinds.POD`).
+POD: Final = Kind.POD
+NODE: Final = Kind.NODE
+NODECLAIM: Final = Kind.NODECLAIM
+NODEPOOL: Final = Kind.NODEPOOL
+NODEOVERLAY: Final = Kind.NODEOVERLAY
+DAEMONSET: Final = Kind.DAEMONSET
+PDB: Final = Kind.PDB
+PVC: Final = Kind.PVC
+PV: Final = Kind.PV
+STORAGECLASS: Final = Kind.STORAGECLASS
+NAMESPACE: Final = Kind.NAMESPACE
+NODE_LEASE: Final = Kind.NODE_LEASE
+
+ALL_KINDS: Final = tuple(Kind)

@@ -22,7 +22,7 @@ when karpy starts are not observed (their start was never seen), as in Karpenter
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -164,7 +164,7 @@ class PodStartupObserver:
         self.summary = summary
         self.clock = clock
 
-    def __call__(self, changes: Sequence[StateChange]) -> None:
+    def __call__(self, changes: Sequence[StateChange[Any]]) -> None:
         for change in changes:
             if change.kind != kinds.POD or change.old is None or change.new is None:
                 continue

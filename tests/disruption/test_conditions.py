@@ -4,6 +4,7 @@ writes observe the NodeClaim's generation, as every karpy condition does."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from karpy.disruption.conditions import NodeClaimDisruptionConditions
 from karpy.state.cluster import StateChange
@@ -60,7 +61,7 @@ async def test_a_pod_bound_to_the_node_sets_last_pod_event_time_through_its_obse
                                               clock=clock)  # fmt: skip
         pod = f.pod("web", node_name="node-a")
 
-        def ask_for_keys(changes: Sequence[StateChange]) -> None:
+        def ask_for_keys(changes: Sequence[StateChange[Any]]) -> None:
             for change in changes:  # only asks which keys each change concerns
                 judge.keys_for(change)
 

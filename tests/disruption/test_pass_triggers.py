@@ -18,7 +18,7 @@ def claim(*conditions: str) -> NodeClaim:
     return NodeClaim.from_dict(spec)
 
 
-def change(old: NodeClaim | None, new: NodeClaim | None) -> StateChange:
+def change(old: NodeClaim | None, new: NodeClaim | None) -> StateChange[Any]:
     return StateChange(kinds.NODECLAIM, "default-a", old, new)
 
 

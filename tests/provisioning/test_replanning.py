@@ -131,7 +131,7 @@ async def cluster(apiserver) -> AsyncIterator[Cluster]:
             metrics=world.metrics.karpenter, clock=clock,
         )  # fmt: skip
 
-        def batch(changes: Sequence[StateChange]) -> None:
+        def batch(changes: Sequence[StateChange[Any]]) -> None:
             for change in changes:
                 if change.kind in provisioner.batch_watches:
                     triggered.extend(str(item) for item in provisioner.batch_items(change))

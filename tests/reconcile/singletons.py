@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from karpy.reconcile import DONE, Controller, Result, Singleton
 from karpy.state import kinds
@@ -51,7 +51,7 @@ class Scripted:
         self.running = 0
         self.overlapped = False
 
-    def wants(self, change: StateChange) -> bool:
+    def wants(self, change: StateChange[Any]) -> bool:
         return change.new is not None and "wake" in change.new.labels
 
     def due(self, snapshot: StateSnapshot) -> bool:
@@ -71,7 +71,7 @@ class Scripted:
             self.running -= 1
 
 
-def wake_item(change: StateChange) -> tuple[Hashable, ...]:
+def wake_item(change: StateChange[Any]) -> tuple[Hashable, ...]:
     """Batch items: a namespace's name (what `BatchingSource` tests trigger with)."""
     return (change.key,) if change.new is not None else ()
 

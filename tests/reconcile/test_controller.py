@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
@@ -41,7 +41,7 @@ class Recording:
         self.overlapped = False
         self.gate: asyncio.Event | None = None
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[str]:
         return [change.key]
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:

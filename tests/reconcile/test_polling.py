@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from karpy.kube.backoff import Backoff
 from karpy.reconcile import DONE, Controller, PollingSource
@@ -31,7 +31,7 @@ class Messages:
         self.handled: list[str] = []
         self.gate: asyncio.Event | None = None
 
-    def keys_for(self, change: StateChange) -> Iterable[str]:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[str]:
         return ()
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[str]:

@@ -3,13 +3,16 @@ the synced rule."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from karpy.apis.labels import ANNOTATION_REPLACEMENTS
 from karpy.kube.unreadable import UnreadableObject
 from karpy.state import kinds
 from karpy.state import records as p
-from karpy.state.cluster import ClusterState, StateChange
+from karpy.state.cluster import ClusterState, StateChange, is_node, is_nodeclaim, is_pod
+from karpy.state.kinds import Kind
 from karpy.state.snapshot import StateSnapshot
 from tests import factories as f
 
@@ -175,7 +178,7 @@ def test_snapshot_is_shared_while_nothing_changes():
 
 def test_subscribers_receive_each_batch_of_changes_and_can_leave():
     state = ClusterState()
-    seen: list[list[StateChange]] = []
+    seen: list[list[StateChange[Any]]] = []
     leave = state.subscribe(lambda changes: seen.append(list(changes)))
     first = pod("a")
     add(state, kinds.POD, first)
@@ -233,7 +236,7 @@ def test_counts_by_kind():
 
 def test_an_unreadable_object_is_filed_apart_and_replaced_by_a_readable_version():
     state = ClusterState()
-    seen: list[StateChange] = []
+    seen: list[StateChange[Any]] = []
     state.subscribe(seen.extend)
     node = p.node_info(f.node("n1", provider_id="fake:///i-1"))
     add(state, kinds.NODE, node)
@@ -252,3 +255,21 @@ def test_an_unreadable_object_is_filed_apart_and_replaced_by_a_readable_version(
     state.apply(kinds.NODE, [("n1", placeholder)], [])
     state.apply(kinds.NODE, [], ["n1"])
     assert not state.snapshot().is_unreadable(kinds.NODE, "n1")
+
+
+def test_a_change_is_narrowed_to_its_kinds_record_and_a_kind_is_its_plain_name():
+    """A provider's NodeClass kind is a plain string beside the core `Kind`s: both file
+    objects and compare alike, and `is_pod` and its siblings tell the record type."""
+    state = ClusterState()
+    seen: list[StateChange[Any]] = []
+    state.subscribe(seen.extend)
+    add(state, "Pod", p.pod_info(f.pod("web")))
+    add(state, kinds.NODE, p.node_info(f.node("n1")))
+    by_kind: dict[str, int] = {Kind.POD: 1}
+    assert by_kind["Pod"] == 1 and Kind("Pod") is Kind.POD
+    assert set(state.snapshot().pods) == {"default/web"}
+    pod_change, node_change = seen
+    assert is_pod(pod_change) and not is_node(pod_change)
+    assert pod_change.new is not None and pod_change.new.pod.name == "web"
+    assert is_node(node_change) and not is_pod(node_change) and not is_nodeclaim(node_change)
+    assert tuple(Kind) == kinds.ALL_KINDS

@@ -10,7 +10,7 @@ on time; nothing is lost and nothing launches twice.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from karpy.cloud.fake import nodes
@@ -70,7 +70,7 @@ class FakeBoot:
         self.delay = delay
         self.clock = clock
 
-    def keys_for(self, change: StateChange) -> Iterable[NodeClaimName]:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[NodeClaimName]:
         return (NodeClaimName(change.key),) if change.new is not None else ()
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeClaimName]:

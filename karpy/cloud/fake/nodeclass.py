@@ -11,7 +11,7 @@ that loses a race (409) is retried by the controller with the newer version.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.conditions import ConditionTypes, ConditionUpdate
 from karpy.apis.ec2nodeclass_kind import EC2NODECLASS_KIND
@@ -50,7 +50,7 @@ class FakeNodeClassReadiness:
         self.client = client
         self.clock = clock
 
-    def keys_for(self, change: StateChange) -> Iterable[NodeClassName]:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[NodeClassName]:
         return (NodeClassName(change.key),)
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeClassName]:

@@ -66,6 +66,7 @@ from karpy.lifecycle.termination.pods import DISRUPTED_TAINT
 from karpy.log import get_logger
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.cluster import is_node, is_nodeclaim, is_pod
 from karpy.state.keys import NodeName
 
 if TYPE_CHECKING:
@@ -153,15 +154,15 @@ class NodeTermination:
 
     # --- which nodes -------------------------------------------------------------------
 
-    def keys_for(self, change: StateChange) -> Iterable[NodeName]:
-        if change.kind == kinds.NODE:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[NodeName]:
+        if is_node(change):
             node = change.new
             return (NodeName(change.key),) if node is not None and terminating(node) else ()
         snapshot = self.state.snapshot()
         names: set[str] = set()
-        if change.kind == kinds.POD:
+        if is_pod(change):
             names.update(p.pod.node_name for p in (change.old, change.new) if p is not None)
-        elif change.kind == kinds.NODECLAIM:
+        elif is_nodeclaim(change):
             names.add(snapshot.node_of_claim.get(change.key, ""))
             names.update(c.status.node_name for c in (change.old, change.new) if c is not None)
         return [NodeName(n) for n in names if n and _is_terminating(snapshot, n)]

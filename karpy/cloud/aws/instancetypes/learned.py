@@ -14,13 +14,14 @@ sighting renews it), and the instance-type provider uses it in place of the esti
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.labels import LABEL_INSTANCE_TYPE, LABEL_REGISTERED
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.log import get_logger
 from karpy.reconcile import DONE, Result
 from karpy.state import kinds
+from karpy.state.cluster import is_node
 from karpy.state.keys import NodeName
 
 if TYPE_CHECKING:
@@ -92,8 +93,8 @@ class LearnedCapacityController:
         self.state = state
         self.learned = learned
 
-    def keys_for(self, change: StateChange) -> Iterable[NodeName]:
-        if change.kind == kinds.NODE:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[NodeName]:
+        if is_node(change):
             return (NodeName(change.key),)
         claim = change.new if change.new is not None else change.old
         node_name = getattr(getattr(claim, "status", None), "node_name", "")

@@ -407,7 +407,7 @@ class PeriodicRefresh:
         self.name = name
         self.action = action
 
-    def wants(self, change: StateChange) -> bool:
+    def wants(self, change: StateChange[Any]) -> bool:
         return False
 
     def due(self, snapshot: StateSnapshot) -> bool:

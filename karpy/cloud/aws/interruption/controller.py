@@ -26,7 +26,7 @@ twice).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.aws.interruption.actions import LISTED_FIRST, InterruptionActions
@@ -97,7 +97,7 @@ class InterruptionController:
         )  # fmt: skip
         self._log = log.bind(queue=queue_name)
 
-    def keys_for(self, change: StateChange) -> Iterable[ReceivedMessage]:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[ReceivedMessage]:
         return ()
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[ReceivedMessage]:

@@ -181,7 +181,7 @@ class InstanceStatusController:
         self._current: set[tuple[str, str]] = set()  # ... and found again since the last poll
         self._denied_logged = False
 
-    def keys_for(self, change: StateChange) -> Iterable[UnhealthyInstance]:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[UnhealthyInstance]:
         return ()
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[UnhealthyInstance]:

@@ -23,7 +23,7 @@ finalized by `karpy.cloud.aws.nodeclass.finalizer`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from karpy.apis.labels import FINALIZER_AWS_TERMINATION
 from karpy.cloud.aws.nodeclass.finalizer import (
@@ -40,6 +40,7 @@ from karpy.kube.errors import NotFound
 from karpy.log import get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
+from karpy.state.cluster import is_nodeclaim
 from karpy.state.keys import NodeClassName
 
 if TYPE_CHECKING:
@@ -88,8 +89,8 @@ class NodeClassController:
         self.isolated_vpc = isolated_vpc
         self.recorder = recorder
 
-    def keys_for(self, change: StateChange) -> Iterable[NodeClassName]:
-        if change.kind == kinds.NODECLAIM:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[NodeClassName]:
+        if is_nodeclaim(change):
             if change.new is None and change.old is not None:
                 ref = change.old.spec.node_class_ref
                 return (NodeClassName(ref.name),) if ref.kind == "EC2NodeClass" else ()

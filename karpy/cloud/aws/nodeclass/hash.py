@@ -13,7 +13,7 @@ drifted at once. Only what differs is written.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from karpy.apis.hashes import EC2NODECLASS_HASH_VERSION, ec2nodeclass_hash
 from karpy.apis.labels import ANNOTATION_EC2NODECLASS_HASH, ANNOTATION_EC2NODECLASS_HASH_VERSION
@@ -55,7 +55,7 @@ class NodeClassHash:
         self.client = client
         self.ca_bundle = ca_bundle
 
-    def keys_for(self, change: StateChange) -> Iterable[NodeClassName]:
+    def keys_for(self, change: StateChange[Any]) -> Iterable[NodeClassName]:
         return (NodeClassName(change.key),) if change.new is not None else ()
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeClassName]:
