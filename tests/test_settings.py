@@ -27,6 +27,7 @@ from karpy.settings import (
     apply_to_process,
     read_service_account_namespace,
 )
+from karpy.settings.inert import inert_settings
 from karpy.settings.process import worker_threads
 
 PEM = b"-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n"
@@ -553,3 +554,26 @@ def test_the_controller_process_gives_its_loop_the_gil_back_within_a_millisecond
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)  # fmt: skip
     assert float(out.stdout.strip().splitlines()[-1]) <= 0.001
+
+
+def test_settings_asking_for_what_karpy_lacks_are_one_warning_each_and_defaults_are_quiet():
+    assert inert_settings(settings_from({})) == {}
+    asking = settings_from({"ENABLE_ZONAL_SHIFT": "true", "IGNORE_DRA_REQUESTS": "false",
+                            "FEATURE_GATES": "StaticCapacity=true,CapacityBuffer=true",
+                            "AWS_FEATURE_GATES": "NodeClassCEL=true",
+                            "DISABLE_DRY_RUN": "true"})  # fmt: skip
+    assert set(inert_settings(asking)) == {
+        "ENABLE_ZONAL_SHIFT=true", "IGNORE_DRA_REQUESTS=false",
+        "FEATURE_GATES StaticCapacity=true", "FEATURE_GATES CapacityBuffer=true",
+        "AWS_FEATURE_GATES NodeClassCEL=true",
+    }  # fmt: skip
+    stream = io.StringIO()
+    configure_logging("info", stream=stream)
+    try:
+        asyncio.run(_apply(settings_from({"ENABLE_ZONAL_SHIFT": "true"})))
+    finally:
+        structlog.reset_defaults()
+    (line,) = [orjson.loads(text) for text in stream.getvalue().splitlines()]
+    assert (line["level"], line["message"]) == ("WARN", "setting has no effect in karpy yet")
+    assert line["setting"] == "ENABLE_ZONAL_SHIFT=true"
+    assert "stay in use" in line["instead"]

@@ -89,8 +89,9 @@ OPTIONS: tuple[Option, ...] = (
            "preferred affinities and ScheduleAnyway spreads.", "provisioning", "POLICY"),
     Option("min_values_policy", "Strict", _choice("Strict", "BestEffort"), "Strict, or "
            "BestEffort to relax minValues that cannot be met.", "provisioning", "POLICY"),
-    Option("ignore_dra_requests", "true", _bool, "Leave pods with DRA resource claims "
-           "unscheduled by karpy.", "provisioning", _BOOL),
+    Option("ignore_dra_requests", "true", _bool, "No effect in karpy yet: pods with DRA "
+           "resource claims are always left to other autoscalers (false is accepted and "
+           "warned about).", "provisioning", _BOOL),
     Option("feature_gates", "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation="
            "false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false",
            _gates(FeatureGates), "Core gates, Name=true|false,...; unknown names are "
@@ -118,10 +119,12 @@ OPTIONS: tuple[Option, ...] = (
            "AWS", "N"),
     Option("interruption_queue", "", _queue_name, "SQS queue name of interruption events; "
            "empty turns interruption handling off.", "AWS", "NAME"),
-    Option("disable_dry_run", "false", _bool, "Skip EC2 dry-run authorization checks of "
-           "EC2NodeClasses.", "AWS", _BOOL),
-    Option("enable_zonal_shift", "false", _bool, "Treat zones under an ARC zonal shift as "
-           "unavailable.", "AWS", _BOOL),
+    Option("disable_dry_run", "false", _bool, "No effect in karpy yet: karpy runs no EC2 "
+           "dry-run authorization checks of node classes, so there are none to skip.", "AWS",
+           _BOOL),
+    Option("enable_zonal_shift", "false", _bool, "No effect in karpy yet: zones under an ARC "
+           "zonal shift are not treated as unavailable (true is accepted and warned about).",
+           "AWS", _BOOL),
     Option("ami_refresh_interval", "1m", _duration(MINUTE, "must be at least 1m"), "How often "
            "AMIs are resolved again.", "AWS", _DURATION),
     Option("subnet_refresh_interval", "1m", _duration(MINUTE, "must be at least 1m"), "How "

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Final
 
 from karpy.base.gil import share_the_gil
 from karpy.log import get_logger
+from karpy.settings.inert import inert_settings
 
 if TYPE_CHECKING:
     from karpy.settings.record import Settings
@@ -63,3 +64,5 @@ def apply_to_process(settings: Settings, loop: asyncio.AbstractEventLoop | None 
     for env, names in ignored.items():
         if names:
             log.warning("ignoring unknown feature gates", setting=env, gates=list(names))
+    for setting, instead in inert_settings(settings).items():
+        log.warning("setting has no effect in karpy yet", setting=setting, instead=instead)
