@@ -17,6 +17,11 @@ turns "my pods stay pending" into a reason on the object a user looks at:
 
 A pool whose state changes gets a Kubernetes Event too, so ``kubectl describe nodepool``
 tells the story. Writes happen only when a condition changes.
+
+A pool that asks for what the API admits but karpy does not do yet (``spec.replicas``, a
+static pool; the ``Balanced`` consolidation policy) gets ``karpy.sh/Implemented`` False
+with reason ``NotImplemented``, saying what karpy does instead, and a Warning Event. The
+condition is karpy's own, outside ``Ready``, and is removed once the pool no longer asks.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.conditions import READY, ConditionTypes, ConditionUpdate, RootExplanation
+from karpy.apis.disruption import ConsolidationPolicy
 from karpy.kube.events import Event, ObjectRef
 from karpy.kube.resources import NODEPOOLS
 from karpy.log import get_logger, obj_ref
@@ -49,6 +55,8 @@ log = get_logger("nodepool.readiness")
 
 NODE_CLASS_READY: Final = "NodeClassReady"
 VALIDATION_SUCCEEDED: Final = "ValidationSucceeded"
+IMPLEMENTED: Final = "karpy.sh/Implemented"
+NOT_IMPLEMENTED: Final = "NotImplemented"
 # A pool's Ready carries the reason and message of the dependent holding it back, so
 # `kubectl get nodepools` and the pool's Event say "NodeClassNotFound", not a summary.
 NODEPOOL_CONDITIONS: Final = ConditionTypes(
@@ -123,6 +131,13 @@ class NodePoolReadiness:
                                   "; ".join(e.render() for e in errors)))  # fmt: skip
         before = NODEPOOL_CONDITIONS.of(pool.status.conditions, generation=pool.metadata.generation)
         after = before.apply(self.node_class_ready(pool, snapshot), valid, now=self.clock.now())
+        missing = unimplemented(pool)
+        if missing:
+            message = "; ".join(missing)
+            after = after.apply(ConditionUpdate.false(IMPLEMENTED, NOT_IMPLEMENTED, message),
+                                now=self.clock.now())  # fmt: skip
+        else:
+            after = after.clear(IMPLEMENTED)
         if after.conditions == before.conditions:
             return DONE
         patch = {"metadata": {"resourceVersion": pool.metadata.resource_version},
@@ -135,7 +150,27 @@ class NodePoolReadiness:
                      detail=ready.message or None)  # fmt: skip
             if not ready.is_true:
                 self.recorder.publish(Event(
-                    ObjectRef("NodePool", pool.name, "", pool.metadata.uid, "karpenter.sh/v1"),
-                    "Warning", ready.reason, f"NodePool is not ready: {ready.message}",
+                    _ref(pool), "Warning", ready.reason, f"NodePool is not ready: {ready.message}",
                 ))  # fmt: skip
+        was, now = before.get(IMPLEMENTED), after.get(IMPLEMENTED)
+        if now is not None and (was is None or was.message != now.message):
+            log.warning("nodepool asks for what karpy does not implement yet",
+                        **obj_ref("NodePool", pool.name), detail=now.message)  # fmt: skip
+            self.recorder.publish(Event(_ref(pool), "Warning", NOT_IMPLEMENTED, now.message))
         return DONE
+
+
+def unimplemented(pool: NodePool) -> list[str]:
+    """What ``pool`` asks for that karpy does not do yet, each with what it does instead."""
+    found = []
+    if pool.is_static:
+        found.append("spec.replicas (a static NodePool) is not implemented by karpy yet: "
+                     "no nodes are provisioned or kept for this pool")  # fmt: skip
+    if pool.spec.disruption.policy is ConsolidationPolicy.BALANCED:
+        found.append("consolidationPolicy Balanced is not implemented by karpy yet: only "
+                     "empty nodes are removed, as with WhenEmpty")  # fmt: skip
+    return found
+
+
+def _ref(pool: NodePool) -> ObjectRef:
+    return ObjectRef("NodePool", pool.name, "", pool.metadata.uid, "karpenter.sh/v1")

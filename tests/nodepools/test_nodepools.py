@@ -10,11 +10,12 @@ from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.fake import NODE_CLASSES
 from karpy.nodepools.counter import NodePoolCounter
 from karpy.nodepools.hash import NodePoolHash
-from karpy.nodepools.readiness import NodePoolReadiness
+from karpy.nodepools.readiness import NodePoolReadiness, unimplemented
 from karpy.reconcile import DONE, requeue_after
 from karpy.state.keys import NodePoolName
 from tests import factories as f
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, controller_world
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
 
 
@@ -157,3 +158,42 @@ async def test_the_counter_counts_a_pool_at_most_once_per_interval(apiserver):
         status = apiserver.store.get("nodepools.karpenter.sh", "general")["status"]
         assert status["nodes"] == 1
         assert status["resources"] == {"cpu": "4", "nodes": "1"}
+
+
+async def test_a_pool_asking_for_what_karpy_lacks_says_so_once_and_stops_when_it_no_longer_asks(
+    apiserver,
+):
+    """Balanced and spec.replicas are admitted by the API but not done by karpy yet: the
+    pool says what happens instead (a condition outside Ready, one Warning Event), and the
+    condition goes once the pool asks for nothing karpy lacks."""
+    apiserver.store.create("ec2nodeclasses.karpenter.k8s.aws", EXAMPLE_NODECLASS)
+    mark_ready(apiserver)
+    disruption = {"consolidationPolicy": "Balanced", "consolidateAfter": "0s"}
+    apiserver.store.create("nodepools.karpenter.sh", f.nodepool("tidy", disruption=disruption))
+    async with controller_world(apiserver) as world:
+        readiness = NodePoolReadiness(world.state, world.client, world.recorder,
+                                      node_classes=NODE_CLASSES, clock=SYSTEM_CLOCK)  # fmt: skip
+        await readiness.reconcile(NodePoolName("tidy"))
+        found = conditions(apiserver, "tidy")
+        assert found["karpy.sh/Implemented"] == ("False", "NotImplemented")
+        assert found["Ready"] == ("True", "Ready"), "the pool is still used for what karpy does"
+        (event,) = await eventually(lambda: world.events("NotImplemented"))
+        assert "Balanced" in event["message"] and "only empty nodes" in event["message"]
+        await world.settled()
+        await readiness.reconcile(NodePoolName("tidy"))
+        assert len(world.events("NotImplemented")) == 1, "said once"
+
+        pool = apiserver.store.get("nodepools.karpenter.sh", "tidy")
+        pool["spec"]["disruption"]["consolidationPolicy"] = "WhenEmpty"
+        apiserver.store.update("nodepools.karpenter.sh", pool)
+        await world.settled()
+        await readiness.reconcile(NodePoolName("tidy"))
+        assert "karpy.sh/Implemented" not in conditions(apiserver, "tidy")
+
+
+def test_a_static_pool_is_said_to_get_no_nodes_from_karpy():
+    static = f.nodepool("fixed")
+    static["spec"]["replicas"] = 3
+    (said,) = unimplemented(NodePool.from_dict(static))
+    assert said.startswith("spec.replicas") and "no nodes are provisioned" in said
+    assert unimplemented(NodePool.from_dict(f.nodepool("dynamic"))) == []
