@@ -19,6 +19,7 @@ search cost two minutes of a core every five in an idle cluster).
 
 from __future__ import annotations
 
+import abc
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -206,7 +207,7 @@ def cheaper_replacement(
                         instance_type=cheapest, offering=offering), ""  # fmt: skip
 
 
-class ConsolidationMethod:
+class ConsolidationMethod(abc.ABC):
     """What the two consolidation methods share (Karpenter embeds one ``consolidation`` in
     both): the candidates they take, skipping inputs already found to hold nothing, and
     marking them so when no candidate is left within the budgets. A subclass says how to
@@ -235,7 +236,8 @@ class ConsolidationMethod:
             return NOTHING
         return self.command_for(chosen, budgets, what_if)
 
+    @abc.abstractmethod
     def command_for(
         self, chosen: Sequence[Candidate], budgets: Mapping[str, int], what_if: WhatIf
     ) -> Outcome:
-        raise NotImplementedError
+        """The command for ``chosen`` (candidates within the budgets), or none."""
