@@ -17,6 +17,7 @@ terminationGracePeriod ends (evictions, then pod deletion), and drift on the AWS
 
 from __future__ import annotations
 
+import concurrent.futures
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +75,16 @@ SCENARIOS = {
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Obj]]:
-    """Each scenario's calls, run once for the module as the chart's account."""
-    for name, (_cloud, scenario) in SCENARIOS.items():
-        if name not in chartrbac.RECORDED:
-            scenario(tmp_path_factory.mktemp(name), rbac=True)
+    """Each scenario's calls, run once for the module as the chart's account. The
+    scenarios run side by side, each with its own sandbox and controller: they spend
+    their time waiting on real time, not on the CPU."""
+    todo = {name: scenario for name, (_cloud, scenario) in SCENARIOS.items()
+            if name not in chartrbac.RECORDED}  # fmt: skip
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(todo) or 1) as pool:
+        runs = [pool.submit(scenario, tmp_path_factory.mktemp(name), rbac=True)
+                for name, scenario in todo.items()]  # fmt: skip
+        for run in runs:
+            run.result()  # a scenario's failure (or skip) is the fixture's
     return {name: chartrbac.RECORDED[name] for name in SCENARIOS}
 
 
