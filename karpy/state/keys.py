@@ -16,5 +16,5 @@ __all__ = ["LeaseKey", "NodeClaimName", "NodeClassName", "NodeName", "NodePoolNa
 NodeClaimName = NewType("NodeClaimName", str)
 NodeName = NewType("NodeName", str)
 NodePoolName = NewType("NodePoolName", str)
-NodeClassName = NewType("NodeClassName", str)  # an EC2NodeClass's (or another class kind's)
+NodeClassName = NewType("NodeClassName", str)  # a NodeClass of any kind a provider serves
 LeaseKey = NewType("LeaseKey", str)  # "<namespace>/<name>", as the node-lease map keys it
