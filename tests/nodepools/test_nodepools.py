@@ -14,7 +14,7 @@ from karpy.nodepools.readiness import NodePoolReadiness, unimplemented
 from karpy.reconcile import DONE, requeue_after
 from karpy.state.keys import NodePoolName
 from tests import factories as f
-from tests.fixtures.cluster import EXAMPLE_NODECLASS, controller_world
+from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
 from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
 
@@ -27,6 +27,11 @@ def conditions(apiserver, name: str) -> dict[str, tuple[str, str]]:
 
 READY = {"type": "Ready", "status": "True", "reason": "Ready", "message": "",
          "lastTransitionTime": "2025-01-01T00:00:00Z"}  # fmt: skip
+
+
+def readiness_in(world: World) -> NodePoolReadiness:
+    return NodePoolReadiness(world.state, world.client, world.recorder,
+                             node_classes=NODE_CLASSES, clock=SYSTEM_CLOCK)  # fmt: skip
 
 
 def mark_ready(apiserver, name: str = "default") -> None:
@@ -44,8 +49,7 @@ def create_with_status(apiserver, resource: str, obj: dict[str, Any]) -> None:
 async def test_a_pool_whose_nodeclass_is_missing_says_so_and_becomes_ready_with_it(apiserver):
     apiserver.store.create("nodepools.karpenter.sh", f.nodepool("general"))
     async with controller_world(apiserver) as world:
-        readiness = NodePoolReadiness(world.state, world.client, world.recorder,
-                                      node_classes=NODE_CLASSES, clock=SYSTEM_CLOCK)  # fmt: skip
+        readiness = readiness_in(world)
         await readiness.reconcile(NodePoolName("general"))
         assert conditions(apiserver, "general") == {
             "NodeClassReady": ("False", "NodeClassNotFound"),
@@ -73,8 +77,7 @@ async def test_a_pool_failing_runtime_validation_is_not_ready(apiserver):
     pool = f.nodepool("weekly", disruption=disruption)
     apiserver.store.create("nodepools.karpenter.sh", pool)
     async with controller_world(apiserver) as world:
-        readiness = NodePoolReadiness(world.state, world.client, world.recorder,
-                                      node_classes=NODE_CLASSES, clock=SYSTEM_CLOCK)  # fmt: skip
+        readiness = readiness_in(world)
         await readiness.reconcile(NodePoolName("weekly"))
         found = conditions(apiserver, "weekly")
         assert found["ValidationSucceeded"] == ("False", "NodePoolValidationFailed")
@@ -92,8 +95,7 @@ async def test_a_pool_whose_class_is_unreconciled_and_that_fails_validation_says
                   "budgets": [budget]}  # fmt: skip
     apiserver.store.create("nodepools.karpenter.sh", f.nodepool("weekly", disruption=disruption))
     async with controller_world(apiserver) as world:
-        readiness = NodePoolReadiness(world.state, world.client, world.recorder,
-                                      node_classes=NODE_CLASSES, clock=SYSTEM_CLOCK)  # fmt: skip
+        readiness = readiness_in(world)
         await readiness.reconcile(NodePoolName("weekly"))
         found = conditions(apiserver, "weekly")
         assert found["NodeClassReady"] == ("Unknown", "AwaitingReconciliation")
@@ -171,8 +173,7 @@ async def test_a_pool_asking_for_what_karpy_lacks_says_so_once_and_stops_when_it
     disruption = {"consolidationPolicy": "Balanced", "consolidateAfter": "0s"}
     apiserver.store.create("nodepools.karpenter.sh", f.nodepool("tidy", disruption=disruption))
     async with controller_world(apiserver) as world:
-        readiness = NodePoolReadiness(world.state, world.client, world.recorder,
-                                      node_classes=NODE_CLASSES, clock=SYSTEM_CLOCK)  # fmt: skip
+        readiness = readiness_in(world)
         await readiness.reconcile(NodePoolName("tidy"))
         found = conditions(apiserver, "tidy")
         assert found["karpy.sh/Implemented"] == ("False", "NotImplemented")
