@@ -203,7 +203,8 @@ async def run_exec_plugin(
             f"exec plugin {spec.command!r} cannot be run: {exc.strerror or exc}"
         ) from None
     try:
-        stdout, stderr = await asyncio.wait_for(process.communicate(), time_limit)
+        async with asyncio.timeout(time_limit):  # not wait_for: see kube/leaderelection.py
+            stdout, stderr = await process.communicate()
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             process.kill()

@@ -211,8 +211,13 @@ class LeaderElector:
                 remaining = self.config.renew_deadline - (started - last_renewal)
                 renewed = False
                 if remaining > 0:
+                    # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the
+                    # answer of an attempt that finished just as the renewal was
+                    # cancelled, swallowing the cancellation; the loop then renewed for
+                    # ever and a clean stop waited on it.
                     with contextlib.suppress(TimeoutError):
-                        renewed = await asyncio.wait_for(self._try_acquire_or_renew(), remaining)
+                        async with asyncio.timeout(remaining):
+                            renewed = await self._try_acquire_or_renew()
                 if renewed and self.clock.monotonic() - last_renewal < self.config.renew_deadline:
                     last_renewal = started
                     if self.metrics is not None:

@@ -4,6 +4,7 @@ observer's clock, takeover counting, optimistic concurrency, losing and releasin
 from __future__ import annotations
 
 import asyncio
+import random
 from datetime import timedelta
 from typing import Any
 
@@ -23,7 +24,7 @@ from karpy.kube.leaderelection import (
 from karpy.kube.resources import NAMESPACES
 from karpy.observability.metrics import Metrics
 from tests.fixtures.waiting import eventually
-from tests.kube.fakeclock import START, FakeClock
+from tests.kube.fakeclock import START, FakeClock, RecordingClock
 from tests.kube.helpers import transport_for
 
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/karpy-leader-election"
@@ -271,3 +272,19 @@ def test_identity_is_the_pod_name_with_a_random_suffix():
 def test_timings_must_be_ordered():
     with pytest.raises(ValueError, match="lease_duration > renew_deadline"):
         ElectionConfig("n", "ns", "id", lease_duration=5, renew_deadline=10)
+
+
+async def test_a_stop_ends_the_elector_whenever_it_lands_in_a_renewal(apiserver, client):
+    """Renewals back to back (sleeps return at once), stopped at many moments: a stop
+    that lands just as a renewal's answer arrives must still end the renewal loop (a
+    cancellation swallowed there kept it renewing for ever, and shutdown waited on it)."""
+    rng = random.Random(7)
+    for _ in range(300):
+        elector = LeaderElector(config("a"), client, clock=RecordingClock())
+        stop = asyncio.Event()
+        task = start(elector, stop)
+        await asyncio.wait_for(elector.leading.wait(), 5)
+        await asyncio.sleep(rng.uniform(0.0, 0.005))
+        stop.set()
+        await asyncio.wait_for(task, 5)
+        assert lease(apiserver)["holderIdentity"] == ""
