@@ -23,6 +23,7 @@ quick tests fill the gaps, instead of one long run starting last and holding up 
 
 from __future__ import annotations
 
+import functools
 import re
 import types
 from pathlib import Path
@@ -38,10 +39,12 @@ MOTO_FIXTURES = frozenset({"moto_server", "moto_endpoint"})
 STARTS_PROCESS = re.compile(r"\b(subprocess|create_subprocess_(exec|shell)|Popen)\b")
 
 
+@functools.cache
 def starts_processes(module: types.ModuleType) -> bool:
     """Whether ``module`` (a test module) can start processes: it lives under tests/e2e,
     its source names a way to start one (``subprocess``, asyncio's
-    ``create_subprocess_exec``), or it uses the end-to-end process helpers."""
+    ``create_subprocess_exec``), or it uses the end-to-end process helpers. Asked once
+    per module, not once per test."""
     path = Path(str(module.__file__)).resolve()
     if E2E in path.parents or STARTS_PROCESS.search(path.read_text(encoding="utf-8")):
         return True

@@ -11,7 +11,8 @@ One object holds everything the AWS side of the sandbox (and the AWS tests) talk
   reaching moto, so a client's standard-mode retries are exercised for real (requests
   with an ``x-karpy-sandbox-component`` header, the sandbox's own, are exempt); it also
   serves ``GET``/``POST /sandbox/v1/aws/faults`` (`EC2Faults.apply`'s JSON) for tests
-  that run the sandbox in another process;
+  that run the sandbox in another process; and it remembers its answers to the two
+  catalogue calls (`CatalogCache`);
 - the CreateFleet and spot-price patches (`karpy.sandbox.aws.fleet`, `.spotprices`)
   installed with the same injector and `PriceTable`;
 - the Pricing API stub (`karpy.sandbox.aws.pricing`) beside it, at `pricing_url`.
@@ -73,12 +74,68 @@ THROTTLE_XML: Final = (
 )
 
 
+# EC2's instance-type catalogue is moto's fixed data: the same request always gets the
+# same answer, and rendering ~1,300 types as XML costs moto ~1.3 s of CPU per call.
+CATALOG_ACTIONS: Final = frozenset({"DescribeInstanceTypes", "DescribeInstanceTypeOfferings"})
+CREDENTIAL_SCOPE: Final = re.compile(r"Credential=[^/]+/[0-9]{8}/(?P<region>[^/]+)/")
+
+
+class CatalogCache:
+    """moto's answers to the catalogue calls, kept per region and request body.
+
+    Every controller start, ``karpy instance-types`` run and kubelet stand-in asks EC2 for
+    the whole catalogue; moto renders it afresh each time. The answer depends only on the
+    region (from the request's SigV4 credential scope) and the request's parameters, so a
+    successful answer is replayed byte for byte, request id included (a client does not
+    compare request ids across calls). Failures are never kept.
+    """
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[str, bytes], tuple[str, list[tuple[str, str]], bytes]] = {}
+        self._lock = threading.Lock()
+
+    def serve(self, app: WSGIApp, environ: dict[str, Any],
+              start_response: StartResponse) -> Iterable[bytes]:  # fmt: skip
+        """Answer from memory, or from ``app`` (remembered when it succeeds)."""
+        scope = CREDENTIAL_SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
+        body = environ["wsgi.input"].getvalue()
+        key = (scope.group("region") if scope else "", body)
+        with self._lock:
+            known = self._answers.get(key)
+        if known is None:
+            seen: list[tuple[str, list[tuple[str, str]]]] = []
+
+            def capture(status: str, headers: list[tuple[str, str]], *exc: Any) -> Any:
+                seen.append((status, list(headers)))
+                return start_response(status, headers, *exc)
+
+            chunks = app(environ, capture)
+            try:
+                data = b"".join(chunks)
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None:
+                    close()
+            if seen and seen[0][0].startswith("200"):
+                with self._lock:
+                    self._answers[key] = (seen[0][0], seen[0][1], data)
+            return [data]
+        status, headers, data = known
+        start_response(status, headers)
+        return [data]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._answers.clear()
+
+
 class ThrottlingApp:
     """WSGI wrapper answering throttled actions before moto sees them (module docstring)."""
 
     def __init__(self, app: WSGIApp, faults: EC2Faults) -> None:
         self.app = app
         self.faults = faults
+        self.catalog = CatalogCache()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == FAULTS_PATH:
@@ -96,6 +153,8 @@ class ThrottlingApp:
             if action and self.faults.take_throttle(action):
                 body = THROTTLE_XML.format(request_id=uuid.uuid4())
                 return _answer(start_response, 503, "text/xml;charset=UTF-8", body)
+            if action in CATALOG_ACTIONS:
+                return self.catalog.serve(self.app, environ, start_response)
         return self.app(environ, start_response)
 
     def _faults(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:

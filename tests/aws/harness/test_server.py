@@ -1,0 +1,100 @@
+"""The moto server's WSGI wrapper: the catalogue calls are answered from memory once
+moto has answered them, per region and request, and never when moto failed."""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING, Any
+
+from karpy.sandbox.aws.faults import EC2Faults
+from karpy.sandbox.aws.server import ThrottlingApp
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from karpy.cloud.aws.clients import AWSClients
+    from karpy.sandbox.aws.server import MotoServer
+
+FORM = "application/x-www-form-urlencoded; charset=utf-8"
+
+
+class Backend:
+    """A WSGI app that counts its calls and answers with ``status`` and a numbered body."""
+
+    def __init__(self, status: str = "200 OK") -> None:
+        self.status = status
+        self.calls = 0
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        self.calls += 1
+        start_response(self.status, [("Content-Type", "text/xml")])
+        return [b"answer ", str(self.calls).encode()]
+
+
+def call(app: ThrottlingApp, body: str, region: str = "us-west-2") -> tuple[str, bytes]:
+    data = body.encode()
+    environ = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": "/",
+        "CONTENT_TYPE": FORM,
+        "CONTENT_LENGTH": str(len(data)),
+        "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential=testing/20261127/{region}/ec2/"
+        "aws4_request, SignedHeaders=host, Signature=0",
+        "wsgi.input": io.BytesIO(data),
+    }
+    statuses: list[str] = []
+    chunks = app(environ, lambda status, headers, *exc: statuses.append(status))
+    return statuses[0], b"".join(chunks)
+
+
+DESCRIBE = "Action=DescribeInstanceTypes&Version=2016-11-15"
+
+
+def test_a_catalogue_call_is_answered_by_moto_once_per_region_and_request() -> None:
+    backend = Backend()
+    app = ThrottlingApp(backend, EC2Faults())
+    assert call(app, DESCRIBE) == ("200 OK", b"answer 1")
+    assert call(app, DESCRIBE) == ("200 OK", b"answer 1")
+    assert call(app, DESCRIBE, region="eu-west-1") == ("200 OK", b"answer 2")
+    assert call(app, DESCRIBE + "&MaxResults=100") == ("200 OK", b"answer 3")
+    offerings = "Action=DescribeInstanceTypeOfferings&LocationType=availability-zone"
+    assert call(app, offerings) == ("200 OK", b"answer 4")
+    assert call(app, offerings) == ("200 OK", b"answer 4")
+    assert backend.calls == 4
+
+
+def test_other_calls_and_failed_answers_always_reach_moto() -> None:
+    backend = Backend()
+    app = ThrottlingApp(backend, EC2Faults())
+    call(app, "Action=DescribeInstances")
+    call(app, "Action=DescribeInstances")
+    assert backend.calls == 2
+    failing = Backend("500 Internal Server Error")
+    app = ThrottlingApp(failing, EC2Faults())
+    call(app, DESCRIBE)
+    call(app, DESCRIBE)
+    assert failing.calls == 2
+
+
+def test_a_throttled_catalogue_call_is_throttled_even_when_its_answer_is_known() -> None:
+    backend = Backend()
+    faults = EC2Faults()
+    app = ThrottlingApp(backend, faults)
+    call(app, DESCRIBE)
+    faults.throttle("DescribeInstanceTypes", 1)
+    status, body = call(app, DESCRIBE)
+    assert status.startswith("503") and b"RequestLimitExceeded" in body
+    assert call(app, DESCRIBE) == ("200 OK", b"answer 1")
+
+
+async def test_moto_gives_the_same_catalogue_twice_over_http(
+    moto_server: MotoServer, aws_clients: AWSClients
+) -> None:
+    ec2 = await aws_clients.ec2()
+    first = await ec2.describe_instance_types(InstanceTypes=["m5.large", "m6g.large"])
+    again = await ec2.describe_instance_types(InstanceTypes=["m5.large", "m6g.large"])
+    other = await ec2.describe_instance_types(InstanceTypes=["c5.xlarge"])
+    names = [t["InstanceType"] for t in first["InstanceTypes"]]
+    assert sorted(names) == ["m5.large", "m6g.large"]
+    assert again["InstanceTypes"] == first["InstanceTypes"]
+    assert [t["InstanceType"] for t in other["InstanceTypes"]] == ["c5.xlarge"]
