@@ -13,6 +13,13 @@ up: of three nodes, one may be) are unhealthy, the cause is probably not the nod
 network or control-plane outage), and replacing them would only add load; nothing of
 that pool is repaired, and a ``NodeRepairBlocked`` Event says why. Counted in
 ``karpenter_nodeclaims_unhealthy_disrupted_total``.
+
+A blocked node is looked at again as soon as the share can have fallen: when a node of
+its pool changes health (a policy condition takes or leaves its status) or joins or
+leaves the pool. Karpenter retries blocked nodes on a timer; here the timer
+(`BLOCKED_RETRY`) is only the fallback, so a node is repaired the moment its pool is
+healthy enough, not minutes later. A kubelet heartbeat changes no health and wakes
+nobody.
 """
 
 from __future__ import annotations
@@ -90,9 +97,28 @@ class NodeRepair:
         self.policies = tuple(policies)
         self.clock = clock
         self.metrics = metrics
+        # pool -> its nodes that are unhealthy but held back by the share (reconcile's).
+        self._blocked: dict[str, set[NodeName]] = {}
 
     def keys_for(self, change: StateChange[Any]) -> Iterable[NodeName]:
-        return (NodeName(change.key),) if change.new is not None else ()
+        key = NodeName(change.key)
+        keys = {key} if change.new is not None else set()
+        if self._health_moved(change.old, change.new):
+            # A deleted blocked node is among them: its reconcile forgets it.
+            keys.update(self._blocked.get(_pool_of(change.new or change.old), ()))
+        return keys
+
+    def _health_moved(self, old: NodeInfo | None, new: NodeInfo | None) -> bool:
+        """Whether this change can move its pool's unhealthy share: a node joined or
+        left (or changed pool), or one of the policies' conditions changed status."""
+        if old is None or new is None:
+            return True
+        if _pool_of(old) != _pool_of(new):
+            return True
+        return any(
+            _status(old, policy.condition_type) != _status(new, policy.condition_type)
+            for policy in self.policies
+        )
 
     def all_keys(self, snapshot: StateSnapshot) -> Iterable[NodeName]:
         return map(NodeName, snapshot.nodes)
@@ -100,6 +126,8 @@ class NodeRepair:
     async def reconcile(self, key: NodeName) -> Result:
         if not self.policies:
             return DONE
+        for blocked in self._blocked.values():
+            blocked.discard(key)
         snapshot = self.state.snapshot()
         node = snapshot.nodes.get(key)
         claim = snapshot.claim_for_node(key)
@@ -111,9 +139,8 @@ class NodeRepair:
         condition, left = unhealthy_condition(node, self.policies, now)
         if not condition:
             return requeue_after(left) if left is not None else DONE
-        pool = node.node.labels.get(LABEL_NODEPOOL, "")
-        members = [n for n in snapshot.nodes.values()
-                   if n.node.labels.get(LABEL_NODEPOOL, "") == pool]  # fmt: skip
+        pool = _pool_of(node)
+        members = [n for n in snapshot.nodes.values() if _pool_of(n) == pool]
         unhealthy = sum(1 for n in members if unhealthy_condition(n, self.policies, now)[0])
         # Up to 20% may be unhealthy, rounded up: of three nodes, one may be.
         allowed = math.ceil(len(members) * UNHEALTHY_SHARE)
@@ -129,6 +156,7 @@ class NodeRepair:
             self.recorder.publish(Event(pool_ref, "Warning", "NodeRepairBlocked", message))
             log.info("node repair blocked", **obj_ref("Node", key), nodepool=pool,
                      unhealthy=unhealthy, nodes=len(members))  # fmt: skip
+            self._blocked.setdefault(pool, set()).add(key)
             return requeue_after(BLOCKED_RETRY)
         annotate = {
             "metadata": {"annotations": {ANNOTATION_TERMINATION_TIMESTAMP: format_time(now)}}
@@ -149,6 +177,15 @@ class NodeRepair:
                 "unhealthy", pool, node.node.labels.get(LABEL_CAPACITY_TYPE, ""), "", "forceful"
             ).inc()
         return DONE
+
+
+def _pool_of(node: NodeInfo) -> str:
+    return node.node.labels.get(LABEL_NODEPOOL, "")
+
+
+def _status(node: NodeInfo, condition_type: str) -> str | None:
+    condition = node.condition(condition_type)
+    return None if condition is None else condition.status
 
 
 def _snake(name: str) -> str:

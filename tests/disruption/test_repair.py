@@ -5,6 +5,7 @@ is unhealthy at once."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 
 import pytest
@@ -13,7 +14,7 @@ from karpy.apis.core import format_time
 from karpy.apis.labels import ANNOTATION_TERMINATION_TIMESTAMP, FINALIZER_TERMINATION
 from karpy.disruption.repair import BLOCKED_RETRY, NodeRepair
 from karpy.lifecycle.context import Lifecycle
-from karpy.reconcile import DONE
+from karpy.reconcile import DONE, Controller
 from karpy.sandbox.apiserver import APIServer
 from karpy.state.keys import NodeName
 from tests.fixtures.cluster import World
@@ -84,3 +85,48 @@ async def test_repair_holds_off_while_more_than_a_fifth_of_the_pool_is_unhealthy
             "deletionTimestamp")  # fmt: skip
         blocked = await eventually(lambda: world.events("NodeRepairBlocked"))
         assert "2 of 3 nodes" in blocked[0]["message"]
+
+
+def kubelet_reports_ready(apiserver: APIServer, name: str, since: datetime) -> None:
+    node = apiserver.store.get("nodes", name, None)
+    node["status"]["conditions"] = [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                     "message": "", "lastTransitionTime": format_time(since),
+                                     "lastHeartbeatTime": format_time(since)}]  # fmt: skip
+    apiserver.store.update_status("nodes", node)
+
+
+def deleting(apiserver: APIServer, name: str) -> bool:
+    return bool(apiserver.store.get(NODECLAIMS, name)["metadata"].get("deletionTimestamp"))
+
+
+async def test_a_blocked_node_is_repaired_as_soon_as_its_pool_recovers_enough(apiserver):
+    """No timer: the blocked node is looked at again when another node's health changes,
+    while a heartbeat (no health change) wakes nobody."""
+    async with lifecycle(apiserver) as (world, ctx, clock):
+        for name in ("default-a", "default-b", "default-c"):
+            await running_nodeclaim(apiserver, world, ctx, name)
+        since = clock.now().replace(microsecond=0)
+        kubelet_stops_reporting(apiserver, "default-a", since)
+        kubelet_stops_reporting(apiserver, "default-b", since)
+        await world.settled()
+        await clock.advance(TOLERATION)
+        health = repair(world, ctx, clock)
+        controller = Controller(health, world.state, clock=clock, resync=None)
+        stop = asyncio.Event()
+        task = asyncio.create_task(controller.run(stop))
+        await controller.started.wait()
+        await eventually(lambda: len(world.events("NodeRepairBlocked")) >= 2)
+        await clock.idle()
+        blocked = len(world.events("NodeRepairBlocked"))
+
+        kubelet_reports_ready(apiserver, "default-c", clock.now())  # a heartbeat: no change
+        await world.settled()
+        await clock.idle()
+        assert len(world.events("NodeRepairBlocked")) == blocked
+        assert not deleting(apiserver, "default-a") and not deleting(apiserver, "default-b")
+
+        kubelet_reports_ready(apiserver, "default-b", clock.now())  # one of three: allowed
+        await eventually(lambda: deleting(apiserver, "default-a"))
+        assert not deleting(apiserver, "default-b")
+        stop.set()
+        await task
