@@ -103,9 +103,10 @@ class NodeRepair:
     def keys_for(self, change: StateChange[Any]) -> Iterable[NodeName]:
         key = NodeName(change.key)
         keys = {key} if change.new is not None else set()
-        if self._health_moved(change.old, change.new):
+        node = change.new if change.new is not None else change.old
+        if node is not None and self._health_moved(change.old, change.new):
             # A deleted blocked node is among them: its reconcile forgets it.
-            keys.update(self._blocked.get(_pool_of(change.new or change.old), ()))
+            keys.update(self._blocked.get(_pool_of(node), ()))
         return keys
 
     def _health_moved(self, old: NodeInfo | None, new: NodeInfo | None) -> bool:
