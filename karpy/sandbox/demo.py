@@ -5,7 +5,7 @@ kube-controller-manager and kubelet stand-ins) and starts ``karpy controller`` b
 as a separate process with ``CLOUD_PROVIDER=fake``, exactly as it would run in a cluster
 (its JSON log goes to a file; ``--controller-log -`` shows it on the terminal). Then:
 
-1. it applies the example EC2NodeClass and the sandbox NodePool
+1. it applies the example NodeClass and the sandbox NodePool
    (``deploy/examples/ec2nodeclass.yaml``, ``deploy/examples/sandbox/nodepool.yaml``);
 2. it creates a Deployment (``inflate``, ``--replicas`` pods of 1 CPU and 1.5 GiB) and
    narrates what happens as it happens: pods pending, NodeClaims created and launched
@@ -456,11 +456,12 @@ async def run_demo(
     out: Callable[[str], None] = print,
 ) -> int:
     store = cluster.store
-    for obj in example_objects():
+    applied = example_objects()
+    for obj in applied:
         store.create(f"{obj['apiVersion']}/{obj['kind']}", demo_object(obj))
     out(
-        "applied the example EC2NodeClass and NodePool (deploy/examples; consolidateAfter "
-        f"shortened to {DEMO_CONSOLIDATE_AFTER} for the demo)"
+        f"applied the example {' and '.join(obj['kind'] for obj in applied)} "
+        f"(deploy/examples; consolidateAfter shortened to {DEMO_CONSOLIDATE_AFTER} for the demo)"
     )
     log_path = Path(options.controller_log) if options.controller_log not in ("", "-") else None
     with log_path.open("ab") if log_path else contextlib.nullcontext() as log:
