@@ -16,6 +16,8 @@ from karpy.disruption.repair import BLOCKED_RETRY, NodeRepair
 from karpy.lifecycle.context import Lifecycle
 from karpy.reconcile import DONE, Controller
 from karpy.sandbox.apiserver import APIServer
+from karpy.state import kinds
+from karpy.state.cluster import StateChange
 from karpy.state.keys import NodeName
 from tests.fixtures.cluster import World
 from tests.fixtures.lifecycle import lifecycle, running_nodeclaim
@@ -101,7 +103,7 @@ def deleting(apiserver: APIServer, name: str) -> bool:
 
 async def test_a_blocked_node_is_repaired_as_soon_as_its_pool_recovers_enough(apiserver):
     """No timer: the blocked node is looked at again when another node's health changes,
-    while a heartbeat (no health change) wakes nobody."""
+    while a heartbeat (no health change) wakes nobody else."""
     async with lifecycle(apiserver) as (world, ctx, clock):
         for name in ("default-a", "default-b", "default-c"):
             await running_nodeclaim(apiserver, world, ctx, name)
@@ -111,20 +113,23 @@ async def test_a_blocked_node_is_repaired_as_soon_as_its_pool_recovers_enough(ap
         await world.settled()
         await clock.advance(TOLERATION)
         health = repair(world, ctx, clock)
+        for name in ("default-a", "default-b"):
+            assert (await health.reconcile(NodeName(name))).requeue_after == BLOCKED_RETRY
+
+        before = world.state.snapshot().nodes["default-c"]
+        kubelet_reports_ready(apiserver, "default-c", clock.now())  # a heartbeat
+        await world.settled()
+        after = world.state.snapshot().nodes["default-c"]
+        assert after is not before
+        heartbeat = StateChange(kinds.NODE, "default-c", before, after)
+        assert set(health.keys_for(heartbeat)) == {"default-c"}
+
         controller = Controller(health, world.state, clock=clock, resync=None)
         stop = asyncio.Event()
         task = asyncio.create_task(controller.run(stop))
         await controller.started.wait()
-        await eventually(lambda: len(world.events("NodeRepairBlocked")) >= 2)
         await clock.idle()
-        blocked = len(world.events("NodeRepairBlocked"))
-
-        kubelet_reports_ready(apiserver, "default-c", clock.now())  # a heartbeat: no change
-        await world.settled()
-        await clock.idle()
-        assert len(world.events("NodeRepairBlocked")) == blocked
         assert not deleting(apiserver, "default-a") and not deleting(apiserver, "default-b")
-
         kubelet_reports_ready(apiserver, "default-b", clock.now())  # one of three: allowed
         await eventually(lambda: deleting(apiserver, "default-a"))
         assert not deleting(apiserver, "default-b")
