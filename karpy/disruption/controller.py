@@ -44,7 +44,11 @@ from karpy.disruption.candidates import find_candidates, is_disrupting
 from karpy.disruption.conditions import CONSOLIDATABLE, DRIFTED
 from karpy.disruption.events import UNCONSOLIDATABLE_DEDUPE, node_and_claim_events
 from karpy.disruption.methods.command import Command, ConsolidationType, Outcome
-from karpy.disruption.methods.consolidation import CONSOLIDATION_INPUTS, consolidate
+from karpy.disruption.methods.consolidation import (
+    CONSOLIDATION_INPUTS,
+    consolidate,
+    emptying_nodes,
+)
 from karpy.disruption.methods.method import DisruptionClass
 from karpy.disruption.methods.ordered import methods_in_order
 from karpy.disruption.orchestration import is_marked
@@ -221,6 +225,7 @@ class Disruption:
             nominated=nominated,
             settings=self.settings,
             budget=SIMULATION_BUDGET,
+            emptying=emptying_nodes(candidates),
         )
         # Graceful methods wait while capacity is arriving (see `Settling`).
         arriving = self.settling.wait_reason(snapshot, nominated)
@@ -328,11 +333,12 @@ class Disruption:
                 nominated=nominated,
                 settings=self.settings,
                 budget=SIMULATION_BUDGET,
+                emptying=emptying_nodes(fresh),
             )
             spot_to_spot = self.settings.feature_gates.spot_to_spot_consolidation
             again, why = await solve_in_thread(lambda cancel: consolidate(
                 still, what_if.cancelled_by(cancel), spot_to_spot=spot_to_spot,
-                consolidation_type=command.consolidation_type,
+                consolidation_type=command.consolidation_type, emptying=what_if.emptying,
             ))  # fmt: skip
             if again is None:
                 problem = f"consolidation no longer possible: {why}"

@@ -67,8 +67,12 @@ class WhatIf:
         nominated: Mapping[str, str],
         settings: Settings,
         budget: float,
+        emptying: Mapping[str, float] | None = None,
     ) -> None:
         self.snapshot = snapshot
+        # Empty candidates emptiness will remove, with their prices: a consolidation
+        # must not fill them when they cost more than it saves (`consolidate`).
+        self.emptying: Mapping[str, float] = dict(emptying or {})
         self.compiled = compiled
         self.nominated = nominated
         self.settings = settings

@@ -11,6 +11,15 @@ the candidates are all spot and the replacement could be spot, it takes the
 replaced by something that could be spot is pinned to spot, so a spot shortage fails the
 launch instead of buying a dearer on-demand node.
 
+A move never fills a node that emptiness is about to remove when that node costs more
+than the move saves. An empty node becomes a candidate only once Consolidatable; a pass
+that runs in between may find the cheap node beside it underused and move its pods onto
+the dear empty one, leaving the dearer node of the two (Karpenter does: a c6g.4xlarge
+holding three pods was deleted onto an empty c6g.8xlarge). Such a move is refused with
+why; once the empty node is Consolidatable, emptiness removes it, and the end state is
+the cheaper one. Filling an empty node that is cheaper than what the move saves is
+still taken: that end state is cheaper than removing the empty node.
+
 When consolidation found nothing to do, it is not searched again until pods, nodes,
 NodeClaims, NodePools, PDBs, the instance types and prices, or the budgets change, or 30
 minutes pass (Karpenter looks again every 5 minutes regardless: at 10,000 nodes that
@@ -34,7 +43,7 @@ from karpy.scheduling.requirements import Requirement
 from karpy.state import kinds
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from karpy.base.clock import Clock
     from karpy.disruption.candidates import Candidate
@@ -51,6 +60,7 @@ __all__ = [
     "cheaper_replacement",
     "consolidate",
     "consolidation_candidates",
+    "emptying_nodes",
     "should_consolidate",
     "take_budget",
 ]
@@ -135,29 +145,84 @@ def consolidation_candidates(
     return [c for c in eligible if take_budget(left, c)]
 
 
+def emptying_nodes(candidates: Iterable[Candidate]) -> dict[str, float]:
+    """The empty candidates emptiness removes once they are Consolidatable (their pool
+    consolidates at all, their price is known), with their prices per hour."""
+    return {
+        c.name: c.price
+        for c in candidates
+        if c.empty and c.price is not None and c.pool.spec.disruption.consolidate_after is not None
+    }
+
+
 def consolidate(
     chosen: Sequence[Candidate],
     simulate: Callable[[Sequence[Candidate]], Simulation],
     *,
     spot_to_spot: bool,
     consolidation_type: ConsolidationType,
+    emptying: Mapping[str, float] | None = None,
 ) -> tuple[Command | None, str]:
     """Karpenter's ``computeConsolidation``: delete ``chosen`` if their pods fit
     elsewhere, replace them with one cheaper node if that is what it takes; else None
-    and why not."""
+    and why not. ``emptying``: `emptying_nodes`, which the move must not fill when they
+    cost more than it saves (module docstring)."""
     simulation = simulate(chosen)
     if not simulation.ok:
         return None, "; ".join(simulation.failures[:3])
     reason = DisruptionReason.UNDERUTILIZED
     plans = simulation.new_nodeclaims
-    if not plans:
-        return Command(reason, consolidation_type, tuple(chosen)), ""
     if len(plans) > 1:
         return None, f"can't remove without creating {len(plans)} nodes"
-    plan, why = cheaper_replacement(plans[0], chosen, spot_to_spot=spot_to_spot)
-    if plan is None:
+    replacements: tuple[NodeClaimPlan, ...] = ()
+    if plans:
+        plan, why = cheaper_replacement(plans[0], chosen, spot_to_spot=spot_to_spot)
+        if plan is None:
+            return None, why
+        replacements = (plan,)
+    why = _dearer_than_emptiness(simulation, chosen, replacements, emptying or {})
+    if why:
         return None, why
-    return Command(reason, consolidation_type, tuple(chosen), (plan,)), ""
+    return Command(reason, consolidation_type, tuple(chosen), replacements), ""
+
+
+def _dearer_than_emptiness(
+    simulation: Simulation, chosen: Sequence[Candidate],
+    replacements: Sequence[NodeClaimPlan], emptying: Mapping[str, float],
+) -> str:  # fmt: skip
+    """Why the move ends dearer than letting emptiness remove the empty nodes ("" when
+    it does not). Removing an empty node saves nothing emptiness would not save anyway,
+    so only the other nodes removed count as savings; the empty nodes the pods would land
+    on count against them, since they then stay."""
+    if not emptying:
+        return ""
+    names = {c.name for c in chosen}
+    moving = {pod.key for c in chosen for pod in c.reschedulable}
+    filled = sorted(
+        placement.name
+        for placement in simulation.results.existing_nodes
+        if placement.name in emptying
+        and placement.name not in names
+        and any(pod.key in moving for pod in placement.pods)
+    )
+    if not filled and not names & emptying.keys():
+        return ""
+    saves = sum(c.price or 0.0 for c in chosen if c.name not in emptying) - sum(
+        p.offering.price for p in replacements
+    )
+    cost = sum(emptying[name] for name in filled)
+    if saves >= cost:
+        return ""
+    if not filled:
+        return (
+            f"it saves ${saves:.4f}/h beyond removing the empty nodes among it: "
+            "removing only those is cheaper"
+        )
+    return (
+        f"its pods would fill empty node{'s' if len(filled) > 1 else ''} "
+        f"{', '.join(filled)} (${cost:.4f}/h), dearer than the ${saves:.4f}/h this saves: "
+        "removing the empty node is cheaper"
+    )
 
 
 def cheaper_replacement(

@@ -31,6 +31,7 @@ def multi_node_command(
     simulate: Callable[[Sequence[Candidate]], Simulation],
     *,
     spot_to_spot: bool,
+    emptying: Mapping[str, float] | None = None,
 ) -> Outcome:
     """The longest prefix (at least two) of ``chosen`` that one command can remove."""
     chosen = list(chosen[:MAX_MULTI_NODE_CANDIDATES])
@@ -41,7 +42,8 @@ def multi_node_command(
     while low <= high:
         mid = (low + high) // 2
         command, _ = consolidate(chosen[: mid + 1], simulate, spot_to_spot=spot_to_spot,
-                                 consolidation_type=ConsolidationType.MULTI)  # fmt: skip
+                                 consolidation_type=ConsolidationType.MULTI,
+                                 emptying=emptying)  # fmt: skip
         if command is not None:
             best, low = command, mid + 1
         else:
@@ -56,4 +58,5 @@ class MultiNodeConsolidation(ConsolidationMethod):
     def command_for(
         self, chosen: Sequence[Candidate], budgets: Mapping[str, int], what_if: WhatIf
     ) -> Outcome:
-        return multi_node_command(chosen, what_if, spot_to_spot=self.spot_to_spot)
+        return multi_node_command(chosen, what_if, spot_to_spot=self.spot_to_spot,
+                                  emptying=what_if.emptying)  # fmt: skip

@@ -34,6 +34,7 @@ def single_node_command(
     spot_to_spot: bool,
     out_of_time: Callable[[], bool] = lambda: False,
     why_not: Callable[[Candidate], str] = lambda _: "",
+    emptying: Mapping[str, float] | None = None,
 ) -> Outcome:
     """The first candidate that can be deleted or replaced by a cheaper node.
 
@@ -48,7 +49,8 @@ def single_node_command(
             refused.append((candidate, hopeless))
             continue
         command, why = consolidate([candidate], simulate, spot_to_spot=spot_to_spot,
-                                   consolidation_type=ConsolidationType.SINGLE)  # fmt: skip
+                                   consolidation_type=ConsolidationType.SINGLE,
+                                   emptying=emptying)  # fmt: skip
         if command is not None:
             return Outcome(command, tuple(refused))
         refused.append((candidate, why))
@@ -68,6 +70,7 @@ class SingleNodeConsolidation(ConsolidationMethod):
             chosen, what_if, spot_to_spot=spot_to_spot,
             out_of_time=lambda: time.monotonic() > deadline,
             why_not=lambda c: what_if.why_not(c, spot_to_spot=spot_to_spot),
+            emptying=what_if.emptying,
         )  # fmt: skip
         if outcome.command is None:
             self.consolidated.mark_consolidated(what_if, budgets)
