@@ -9,6 +9,11 @@ simulation and the sandbox launch from identical facts.
 `parse_catalog` validates as it goes and raises `CatalogError` naming the exact field
 (``instanceTypes[3].offerings[0].price: must be a number``); unknown fields and
 unsupported capacity types are errors too, so a typo never passes silently.
+
+Two fields exist so that ``karpy instance-types -o json`` is a catalog as it stands:
+``allocatable`` is checked (it must be capacity minus overhead, resource by resource: a
+hand-edited capacity that no longer adds up is an error, not a silent change), and
+``overheadBreakdown`` (where the overhead comes from) is for the reader and not read.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from karpy.base.quantity import QuantityError, parse_quantity
+from karpy.base.quantity import QuantityError, format_resource, parse_quantity
 from karpy.scheduling.instancetypes import InstanceType, Offering, new_instance_type
 from karpy.scheduling.requirements import SUPPORTED_OPERATORS, Requirement
 
@@ -28,7 +33,8 @@ __all__ = ["Catalog", "CatalogError", "parse_catalog"]
 
 
 CATALOG_FIELDS = ("instanceTypes", "wellKnownLabels")
-INSTANCE_TYPE_FIELDS = ("name", "capacity", "overhead", "labels", "requirements", "offerings")
+INSTANCE_TYPE_FIELDS = ("name", "capacity", "overhead", "allocatable", "overheadBreakdown",
+                        "labels", "requirements", "offerings")  # fmt: skip
 OFFERING_FIELDS = ("zone", "capacityType", "price", "available", "reservationId",
                    "reservationCapacity")  # fmt: skip
 CAPACITY_TYPES = ("spot", "on-demand", "reserved")
@@ -143,7 +149,8 @@ def _instance_type(value: Any, path: str) -> InstanceType:
         _offering(o, f"{path}.offerings[{i}]")
         for i, o in enumerate(_list(data.get("offerings"), f"{path}.offerings"))
     ]
-    return new_instance_type(
+    _mapping(data.get("overheadBreakdown"), f"{path}.overheadBreakdown")
+    it = new_instance_type(
         name,
         capacity=_resources(data.get("capacity"), f"{path}.capacity"),
         overhead=_resources(data.get("overhead"), f"{path}.overhead"),
@@ -154,6 +161,16 @@ def _instance_type(value: Any, path: str) -> InstanceType:
         ],
         offerings=offerings,
     )
+    stated = _resources(data.get("allocatable"), f"{path}.allocatable")
+    for resource, amount in sorted(stated.items()):
+        actual = it.allocatable.get(resource, 0)
+        if actual != amount:
+            raise _fail(
+                f"{path}.allocatable.{resource}",
+                f"{data['allocatable'][resource]} is not capacity minus overhead "
+                f"({format_resource(resource, actual)})",
+            )
+    return it
 
 
 def parse_catalog(data: Any) -> Catalog:

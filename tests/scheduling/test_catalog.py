@@ -37,6 +37,22 @@ def test_an_entry_becomes_an_instance_type_with_allocatable() -> None:
     assert it.requirements.get("karpenter.sh/capacity-type").values == {"spot"}
 
 
+def test_a_stated_allocatable_must_add_up_and_the_overhead_breakdown_is_for_the_reader() -> None:
+    """What ``karpy instance-types -o json`` writes is a catalog as it stands."""
+    stated = entry(allocatable={"cpu": "1930m", "memory": "7Gi"},
+                   overheadBreakdown={"vmMemory": "0", "kubeReserved": {"cpu": "70m"}})  # fmt: skip
+    (it,) = parse_catalog({"instanceTypes": [stated]}).instance_types
+    assert it.allocatable["memory"] == 7 * 2**30 * 1000
+    edited = entry(capacity={"cpu": "4", "memory": "8Gi", "pods": "29"},
+                   allocatable={"cpu": "1930m", "memory": "7Gi"})  # fmt: skip
+    with pytest.raises(CatalogError,
+                       match=r"instanceTypes\[0\]\.allocatable\.cpu: 1930m is not capacity "
+                             r"minus overhead \(3930m\)"):  # fmt: skip
+        parse_catalog({"instanceTypes": [edited]})
+    with pytest.raises(CatalogError, match=r"overheadBreakdown: must be a mapping"):
+        parse_catalog({"instanceTypes": [entry(overheadBreakdown="vm")]})
+
+
 def test_well_known_labels_are_read() -> None:
     catalog = parse_catalog({"wellKnownLabels": ["size"], "instanceTypes": []})
     assert catalog.well_known_labels == {"size"}

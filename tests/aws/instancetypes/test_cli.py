@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from karpy.base.quantity import parse_quantity
+from karpy.scheduling.catalog import parse_catalog
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -69,23 +72,55 @@ def test_explain_answers_why_a_240gi_pod_does_not_fit_an_r5a_8xlarge(
 
 
 def test_json_lists_every_type_with_capacity_overhead_allocatable_and_offerings(
-    moto_server: MotoServer,
+    moto_server: MotoServer, tmp_path: Path
 ) -> None:
     done = karpy(moto_server, "-o", "json")
     assert done.returncode == 0, done.stderr
-    types = {t["name"]: t for t in json.loads(done.stdout)["instanceTypes"]}
+    document = json.loads(done.stdout)
+    types = {t["name"]: t for t in document["instanceTypes"]}
     assert len(types) > 1300
     r5a = types["r5a.8xlarge"]
     assert r5a["labels"]["karpenter.k8s.aws/instance-family"] == "r5a"
     pod_eni = {"vpc.amazonaws.com/pod-eni": "54"}
     assert r5a["capacity"] == {"cpu": "32", "memory": "242483Mi", "pods": "234",
                                "ephemeral-storage": "20Gi", **pod_eni}  # fmt: skip
-    assert r5a["overhead"]["vmMemory"] == "19661Mi"
-    assert r5a["overhead"]["kubeReserved"] == {"cpu": "150m", "memory": "2829Mi",
-                                               "ephemeral-storage": "1Gi"}  # fmt: skip
-    assert r5a["overhead"]["evictionThreshold"] == {"memory": "100Mi", "ephemeral-storage": "2Gi"}
+    assert r5a["overheadBreakdown"]["vmMemory"] == "19661Mi"
+    assert r5a["overheadBreakdown"]["kubeReserved"] == {"cpu": "150m", "memory": "2829Mi",
+                                                        "ephemeral-storage": "1Gi"}  # fmt: skip
+    eviction = r5a["overheadBreakdown"]["evictionThreshold"]
+    assert eviction == {"memory": "100Mi", "ephemeral-storage": "2Gi"}
+    assert r5a["overhead"] == {"cpu": "150m", "memory": "2929Mi", "ephemeral-storage": "3Gi"}
     assert r5a["allocatable"] == {"cpu": "31850m", "memory": "239554Mi", "pods": "234",
                                   "ephemeral-storage": "17Gi", **pod_eni}  # fmt: skip
+
+    # The output is a catalog as it stands: every allocatable adds up, and simulate
+    # answers the 240Gi question from it.
+    catalog = parse_catalog(document)
+    parsed = {it.name: it for it in catalog.instance_types}
+    assert parse_quantity("239554Mi") == parsed["r5a.8xlarge"].allocatable["memory"]
+    assert "karpenter.k8s.aws/instance-family" in catalog.well_known_labels
+    (tmp_path / "catalog.json").write_text(done.stdout, encoding="utf-8")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "big", "namespace": "ml"},
+           "spec": {"containers": [{"name": "m", "image": "x", "resources": {
+               "requests": {"cpu": "4", "memory": "240Gi"}}}]},
+           "status": {"conditions": [{"type": "PodScheduled", "status": "False",
+                                      "reason": "Unschedulable"}]}}  # fmt: skip
+    pool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "r5a"},
+            "spec": {"template": {"spec": {"requirements": [
+                {"key": "karpenter.k8s.aws/instance-family", "operator": "In",
+                 "values": ["r5a"]}],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                 "name": "default"}}}}}  # fmt: skip
+    snapshot = _write(tmp_path / "cluster.yaml", pool, pod)
+    simulated = subprocess.run(
+        [sys.executable, "-m", "karpy", "simulate", "-f", snapshot, "--instance-types",
+         str(tmp_path / "catalog.json"), "-o", "json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert simulated.returncode == 0, simulated.stderr
+    (claim,) = json.loads(simulated.stdout)["nodeClaims"]
+    assert "r5a.8xlarge" not in claim["instanceTypeOptions"], "239554Mi allocatable < 240Gi"
+    assert claim["instanceType"] == "r5a.12xlarge"
     zones = {o["zone"] for o in r5a["offerings"]}
     assert zones == {"us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"}
     spot = [o for o in r5a["offerings"] if o["capacityType"] == "spot"]

@@ -131,7 +131,9 @@ async def _run(args: argparse.Namespace, inputs: _Inputs) -> int:
     shapes = provider.shapes(nodeclass)
     if args.output == "json":
         documents = [instance_type_document(it, shapes[it.name]) for it in types]
-        print(json.dumps({"instanceTypes": documents}, indent=2))
+        # A catalog for `karpy simulate --instance-types` and `karpy explain` as it stands.
+        print(json.dumps({"wellKnownLabels": sorted(AWS_WELL_KNOWN_LABELS),
+                          "instanceTypes": documents}, indent=2))  # fmt: skip
     else:
         print("\n".join(_table(types)))
     return 0

@@ -59,13 +59,18 @@ def _quantities(values: Mapping[str, int]) -> dict[str, str]:
 
 
 def instance_type_document(it: InstanceType, ts: TypeShape) -> dict[str, Any]:
-    """One entry of ``karpy instance-types -o json``."""
+    """One entry of ``karpy instance-types -o json``, in the catalog format of ``karpy
+    simulate --instance-types`` (`karpy.scheduling.catalog`): capacity is after the
+    hypervisor's share, overhead is what the kubelet keeps (kube- and system-reserved and
+    the eviction threshold), and ``overheadBreakdown`` says where each part comes from."""
     overhead = ts.shape.overhead
     return {
         "name": it.name,
         "labels": dict(sorted(it.labels().items())),
         "capacity": _quantities(it.capacity),
-        "overhead": {
+        "overhead": _quantities(merge(overhead.kube_reserved, overhead.system_reserved,
+                                      overhead.eviction_threshold)),
+        "overheadBreakdown": {
             "vmMemory": _q("memory", overhead.vm_memory),
             "vmMemoryLearned": overhead.memory_learned,
             "kubeReserved": _quantities(overhead.kube_reserved),
@@ -75,8 +80,9 @@ def instance_type_document(it: InstanceType, ts: TypeShape) -> dict[str, Any]:
         "allocatable": _quantities(it.allocatable),
         "offerings": [
             {"zone": o.zone, "capacityType": o.capacity_type, "price": round(o.price, 6),
-             "available": o.available, **({"reservationId": o.reservation_id}
-                                          if o.reservation_id else {})}
+             "available": o.available,
+             **({"reservationId": o.reservation_id,
+                 "reservationCapacity": o.reservation_capacity} if o.reservation_id else {})}
             for o in it.offerings
         ],
     }  # fmt: skip
