@@ -35,7 +35,7 @@ class CommandModule(Protocol):
 COMMANDS: dict[str, tuple[str, str]] = {
     "controller": ("karpy.operator", "run the autoscaler controller"),
     "simulate": ("karpy.simulate.cli", "show what karpy would provision for a cluster snapshot"),
-    "explain": ("karpy.explain.cli", "explain why a node is or is not being disrupted"),
+    "explain": ("karpy.explain.cli", "explain a node's disruption or a pod's placement"),
     "instance-types": (
         "karpy.cloud.aws.instancetypes.cli",
         "show the instance types karpy would consider, and their allocatable",

@@ -1,7 +1,9 @@
-"""``karpy explain node NAME [-f SNAPSHOT... | --kubeconfig PATH] [--instance-types CATALOG]``.
+"""``karpy explain node|pod NAME [-f SNAPSHOT... | --kubeconfig PATH] [--instance-types CATALOG]``.
 
-Prints why disruption would or would not act on the node now (see
-`karpy.disruption.explain`): from snapshot files in ``karpy simulate``'s format, or from
+``node``: why disruption would or would not act on the node now (see
+`karpy.disruption.explain`). ``pod`` (``NAMESPACE/NAME``, or ``-n NAMESPACE``): whether
+karpy considers the pod, what a round would do with it now and what each NodePool makes
+of it (see `karpy.explain.pod`). Both read snapshot files in ``karpy simulate``'s format, or
 a cluster (read-only: lists the kinds the controller watches): the one ``--kubeconfig``
 names, else, as kubectl finds it, in a pod its service account, else ``$KUBECONFIG``,
 else ``~/.kube/config``.
@@ -22,6 +24,7 @@ from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.cloud.fake.provider import RESTRICTED_LABEL_DOMAINS, well_known_labels
 from karpy.disruption.explain import explain_node, state_from_objects
 from karpy.errors import UsageError
+from karpy.explain.pod import explain_pod
 from karpy.kube.client import KubeClient
 from karpy.kube.transport import Transport, load_configuration
 from karpy.rounds.contextcache import CompiledContext
@@ -29,6 +32,7 @@ from karpy.scheduling.catalog import CatalogError, parse_catalog
 from karpy.scheduling.context import build_context
 from karpy.settings import Settings
 from karpy.simulate.loader import load_catalog, load_objects
+from karpy.simulate.snapshot import SnapshotError
 from karpy.state.watched import watched
 
 if TYPE_CHECKING:
@@ -40,8 +44,13 @@ LISTED = watched(NODE_CLASSES)  # what is read: the controller's kinds on the fa
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("what", choices=["node"], help="what to explain (node)")
-    parser.add_argument("name", help="the Node (or NodeClaim) name")
+    parser.add_argument("what", choices=["node", "pod"], help="what to explain (node or pod)")
+    parser.add_argument("name", help="the Node (or NodeClaim) name, or the pod's "
+                                     "[NAMESPACE/]NAME")  # fmt: skip
+    parser.add_argument(
+        "-n", "--namespace", default="default",
+        help="the pod's namespace when NAME does not say (default: default)",
+    )  # fmt: skip
     source = parser.add_mutually_exclusive_group()
     source.add_argument("-f", "--filename", dest="files", action="append",
                         help="snapshot file or directory (repeatable; - for stdin)")  # fmt: skip
@@ -59,8 +68,6 @@ def run(args: argparse.Namespace) -> int:
         objects = [obj for _, obj in load_objects(args.files, stdin=sys.stdin)]
     else:
         objects = asyncio.run(_list_cluster(args.kubeconfig))
-    state = state_from_objects(objects, LISTED)
-    snapshot = state.snapshot()
     if args.catalog:
         try:
             catalog = parse_catalog(load_catalog(args.catalog))
@@ -68,6 +75,16 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.catalog}: {exc}") from None
     else:
         catalog = embedded_catalog()
+    if args.what == "pod":
+        ref = args.name if "/" in args.name else f"{args.namespace}/{args.name}"
+        try:
+            lines = explain_pod(objects, catalog, ref)
+        except SnapshotError as exc:
+            raise UsageError(str(exc)) from None
+        print("\n".join(lines))
+        return 1 if lines[0].endswith("no such Pod") else 0
+    state = state_from_objects(objects, LISTED)
+    snapshot = state.snapshot()
     pools = sorted(snapshot.nodepools.values(), key=lambda p: p.name)
     context = build_context(pools, catalog.instance_types,
                             provider_labels=well_known_labels(catalog),

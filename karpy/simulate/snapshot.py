@@ -166,13 +166,14 @@ def _pending(pod: Pod, only_unschedulable: bool) -> bool:
 
 def build_input(
     objects: Iterable[Mapping[str, Any]],
-    catalog: Mapping[str, Any],
+    catalog: Mapping[str, Any] | Catalog,
     *,
     only_unschedulable: bool = False,
     min_values_policy: str = "Strict",
     default_spread: tuple[TopologySpreadConstraint, ...] = (),
 ) -> SimulationInput:
-    """Parse ``objects`` and ``catalog`` into one round's scheduler inputs.
+    """Parse ``objects`` and ``catalog`` (a catalog document, or one already parsed) into
+    one round's scheduler inputs.
 
     ``default_spread`` (from `parse_scheduler_config`) is applied to the pods to schedule
     that declare no spread constraint, with selectors deduced from the snapshot's Services
@@ -189,10 +190,13 @@ def build_input(
                 raise SnapshotError(ref, "appears more than once in the snapshot")
             seen.add(ref)
             by_kind[str(kind)].append(obj)
-    try:
-        parsed_catalog: Catalog = parse_catalog(catalog)
-    except CatalogError as exc:
-        raise SnapshotError("instance-type catalog", str(exc)) from exc
+    if isinstance(catalog, Catalog):
+        parsed_catalog = catalog
+    else:
+        try:
+            parsed_catalog = parse_catalog(catalog)
+        except CatalogError as exc:
+            raise SnapshotError("instance-type catalog", str(exc)) from exc
     nodepools = [_validated(o, NodePool) for o in by_kind["NodePool"]]
     overlays = [_validated(o, NodeOverlay) for o in by_kind["NodeOverlay"]]
     nodeclaims = [_parse(o, NodeClaim.from_dict) for o in by_kind["NodeClaim"]]
