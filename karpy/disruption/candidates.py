@@ -28,6 +28,7 @@ candidates, cheapest to disrupt first.
 
 from __future__ import annotations
 
+import enum
 from typing import TYPE_CHECKING
 
 import attrs
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Blocked",
+    "BlockedBy",
     "Candidate",
     "eviction_cost",
     "find_candidates",
@@ -89,6 +91,26 @@ class Candidate:
         return self.pool.name
 
 
+class BlockedBy(enum.StrEnum):
+    """What keeps a node from disruption, in a word: the ``reason`` label of
+    ``karpy_disruption_blocked_nodes`` (the sentence is `Blocked.reason`)."""
+
+    NOT_REGISTERED = "NotRegistered"
+    NOT_INITIALIZED = "NotInitialized"
+    DELETING = "Deleting"
+    NOMINATED = "Nominated"
+    DO_NOT_DISRUPT_NODE = "DoNotDisruptNode"
+    NODEPOOL_NOT_FOUND = "NodePoolNotFound"
+    DO_NOT_DISRUPT_POD = "DoNotDisruptPod"
+    PDB = "PodDisruptionBudget"
+    MULTIPLE_PDBS = "MultiplePodDisruptionBudgets"
+
+    @property
+    def passing(self) -> bool:
+        """A state every node goes through (launch, deletion): not worth an Event."""
+        return self in (BlockedBy.NOT_REGISTERED, BlockedBy.NOT_INITIALIZED, BlockedBy.DELETING)
+
+
 @attrs.frozen(slots=True)
 class Blocked:
     """A node disruption may not touch now, and why."""
@@ -96,7 +118,9 @@ class Blocked:
     name: str
     claim: str | None
     reason: str
-    pod_level: bool = False  # blocked by a pod (do-not-disrupt or a PDB), not the node
+    pod_level: bool  # blocked by a pod (do-not-disrupt or a PDB), not the node
+    by: BlockedBy
+    nodepool: str  # as the NodeClaim names it ("" when it names none)
     # For eventual methods (drift), a node blocked only by its pods is still a candidate
     # when its NodeClaim has a terminationGracePeriod: this one.
     eventual: Candidate | None = None
@@ -190,27 +214,30 @@ def _judge(  # noqa: PLR0917 - one check per rule, in Karpenter's order
     budgets: Sequence[BudgetInfo],
 ) -> _Verdict:
     name = node.name if node is not None else claim.name
+    pool_name = claim.metadata.labels.get(LABEL_NODEPOOL, "")
 
-    def no(reason: str, pod_level: bool = False) -> Blocked:
-        return Blocked(name, claim.name, reason, pod_level)
+    def no(by: BlockedBy, reason: str, pod_level: bool = False) -> Blocked:
+        return Blocked(name, claim.name, reason, pod_level, by, pool_name)
 
     if node is None:
-        return no("the NodeClaim has no Node yet")
+        return no(BlockedBy.NOT_REGISTERED, "the NodeClaim has no Node yet")
     if not is_true(claim, INITIALIZED) or node.node.labels.get(LABEL_INITIALIZED) != "true":
-        return no("the node is not initialized")
+        return no(BlockedBy.NOT_INITIALIZED, "the node is not initialized")
     if claim.metadata.deletion_timestamp is not None or is_disrupting(node):
-        return no("the node is deleting or already being disrupted")
+        return no(BlockedBy.DELETING, "the node is deleting or already being disrupted")
     if claim.name in nominated or node.name in nominated:
-        return no("the node is nominated for pending pods")
+        return no(BlockedBy.NOMINATED, "the node is nominated for pending pods")
     if "true" in (node.do_not_disrupt, claim.metadata.annotations.get(ANNOTATION_DO_NOT_DISRUPT)):
-        return no('disruption is blocked by the "karpenter.sh/do-not-disrupt" annotation')
+        why = 'disruption is blocked by the "karpenter.sh/do-not-disrupt" annotation'
+        return no(BlockedBy.DO_NOT_DISRUPT_NODE, why)
     pool_name = _pool_name(claim, node)
     if pool_name not in snapshot.nodepools:
-        return no(f'nodepool "{pool_name}" not found')
+        return no(BlockedBy.NODEPOOL_NOT_FOUND, f'nodepool "{pool_name}" not found')
     admitted = _admitted(snapshot, claim, node)
     problem = _pod_block(admitted[1], budgets, now)
     if problem is not None:
-        return no(problem, pod_level=True)
+        by, reason = problem
+        return no(by, reason, pod_level=True)
     return admitted
 
 
@@ -227,11 +254,14 @@ def _admitted(
     return pool, pods, reschedulable
 
 
-def _pod_block(pods: Sequence[PodInfo], budgets: Sequence[BudgetInfo], now: datetime) -> str | None:
+def _pod_block(
+    pods: Sequence[PodInfo], budgets: Sequence[BudgetInfo], now: datetime
+) -> tuple[BlockedBy, str] | None:
     """Why evicting ``pods`` is not possible now, if it is not."""
     for pod in pods:
         if pod.do_not_disrupt is not None and pod.pod.is_active and do_not_disrupt(pod, now).active:
-            return f'pod {pod.key} has the "karpenter.sh/do-not-disrupt" annotation'
+            return (BlockedBy.DO_NOT_DISRUPT_POD,
+                    f'pod {pod.key} has the "karpenter.sh/do-not-disrupt" annotation')  # fmt: skip
     if not budgets:
         return None
     for pod in pods:
@@ -244,10 +274,11 @@ def _pod_block(pods: Sequence[PodInfo], budgets: Sequence[BudgetInfo], now: date
         ]
         if len(covering) > 1:
             names = ", ".join(sorted(f"{b.budget.namespace}/{b.budget.name}" for b in covering))
-            return f"pod {pod.key} is covered by more than one PodDisruptionBudget ({names})"
+            why = f"pod {pod.key} is covered by more than one PodDisruptionBudget ({names})"
+            return BlockedBy.MULTIPLE_PDBS, why
         if covering and covering[0].disruptions_allowed <= 0:
             budget = covering[0].budget
-            return (
+            return BlockedBy.PDB, (
                 f"PodDisruptionBudget {budget.namespace}/{budget.name} allows no disruption "
                 f"of pod {pod.key} now"
             )

@@ -33,6 +33,7 @@ it found nothing (`karpy.disruption.methods.consolidation.Consolidated`).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.conditions import ConditionUpdate
@@ -442,9 +443,14 @@ class Disruption:
 
     def _report_blocked(self, blocked: Sequence[Blocked]) -> None:
         snapshot = self.state.snapshot()
+        if self.metrics is not None:
+            counts = Counter((item.nodepool, str(item.by)) for item in blocked)
+            gauge = self.metrics.disruption_blocked_nodes
+            gauge.clear()  # a pool or reason no longer blocking anything goes to no series
+            for (pool, by), count in counts.items():
+                gauge.labels(pool, by).set(count)
         for item in blocked:
-            if item.reason.startswith(("the node is not initialized", "the NodeClaim has no",
-                                       "the node is deleting")):  # fmt: skip
+            if item.by.passing:
                 continue  # states every node passes through: not worth an Event
             claim = snapshot.nodeclaims.get(item.claim or "")
             node = item.name if item.name in snapshot.nodes else None

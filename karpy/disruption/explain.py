@@ -107,7 +107,7 @@ def explain_node(
                                           types_by_name=compiled.types_by_name)  # fmt: skip
     mine = [b for b in blocked if b.claim == claim.name]
     if mine:
-        lines.append(f"  not a candidate: {mine[0].reason}")
+        lines.append(f"  not a candidate ({mine[0].by}): {mine[0].reason}")
         if mine[0].pod_level and claim.spec.termination_grace_period is not None:
             lines.append(
                 "  (drift may still replace it: its terminationGracePeriod bounds the drain)"

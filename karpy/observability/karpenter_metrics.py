@@ -209,6 +209,15 @@ class KarpenterMetrics:
             ["reason"],
             registry=r,
         )
+        self.disruption_blocked_nodes = Gauge(
+            "karpy_disruption_blocked_nodes",
+            "Managed nodes disruption may not touch, at its last pass, by NodePool and what "
+            "blocks them (NotRegistered, NotInitialized, Deleting, Nominated, "
+            "DoNotDisruptNode, NodePoolNotFound, DoNotDisruptPod, PodDisruptionBudget, "
+            "MultiplePodDisruptionBudgets).",
+            ["nodepool", "reason"],
+            registry=r,
+        )
         self.disruption_evaluation_duration = Histogram(
             "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
             "Time to evaluate one disruption method, by reason and consolidation type.",
