@@ -65,17 +65,19 @@ def test_many_pods_go_to_an_unmanaged_node_with_room() -> None:
     assert done.node_names(pods) == {node["metadata"]["name"]}
 
 
-def test_initialized_node_is_tried_before_uninitialized_ones() -> None:
+@pytest.mark.parametrize("position", [0, 50, 99], ids=["first", "middle", "last"])
+def test_initialized_node_is_tried_before_uninitialized_ones(position: int) -> None:
     # It: Existing Nodes / should order initialized nodes for scheduling uninitialized nodes
+    # The It initializes one of 100 registered nodes picked at random. Here it is first,
+    # in the middle or last in the snapshot, and its name sorts after every other node's,
+    # so neither input order nor the by-name tie-break can pick it: only trying
+    # initialized nodes first does.
     pool = suite_pool()
-    objects: list[dict[str, Any]] = [pool]
-    for _ in range(99):
-        objects += launched(pool, "small-instance-type")
-    claim, ready = launched(pool, "small-instance-type", initialized=True)
-    objects.insert(50, ready)
-    objects.insert(50, claim)
+    nodes = [launched(pool, "small-instance-type", name=f"node-{i:02d}") for i in range(99)]
+    claim, ready = launched(pool, "small-instance-type", name="node-zz", initialized=True)
+    nodes.insert(position, [claim, ready])
     pod = f.unschedulable_pod()
-    assert provision(objects, pod).node(pod).name == ready["metadata"]["name"]
+    assert provision(pool, *nodes, pod).node(pod).name == ready["metadata"]["name"]
 
 
 @pytest.mark.parametrize("with_pool", [False, True], ids=["no-nodepool", "with-nodepool"])

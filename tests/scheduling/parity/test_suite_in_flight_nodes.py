@@ -135,19 +135,21 @@ def test_in_flight_node_without_taints_takes_the_pod() -> None:
     assert provision(pool, claim, node, pod).node(pod).name == node["metadata"]["name"]
 
 
-@pytest.mark.parametrize("initialized", [False, True], ids=["uninitialized", "initialized"])
-def test_not_ready_no_execute_taint_is_ignored_only_until_initialization(initialized: bool) -> None:
+def test_not_ready_no_execute_taint_is_ignored_only_until_initialization() -> None:
     # It: In-Flight Nodes / Taints / should assume pod will schedule to a node with ephemeral taint node.kubernetes.io/not-ready:NoExecute when the node is uninitialized
     pool = suite_pool()
     claim, node = launched(
         pool,
         "small-instance-type",
-        initialized=initialized,
         taints=[f.taint("node.kubernetes.io/not-ready", effect="NoExecute")],
     )
-    pod = f.unschedulable_pod()
-    landing = provision(pool, claim, node, pod).node(pod)
-    assert (landing.name == node["metadata"]["name"]) is not initialized
+    second = f.unschedulable_pod()
+    assert provision(pool, claim, node, second).node(second).name == node["metadata"]["name"]
+    # Then, as in the It, only the Node gets the initialized label (the NodeClaim keeps
+    # its conditions); the same taint now needs a toleration.
+    node["metadata"]["labels"][INITIALIZED] = "true"
+    third = f.unschedulable_pod()
+    assert provision(pool, claim, node, third).node(third).name != node["metadata"]["name"]
 
 
 _NOT_READY_TAINTS = [
@@ -331,16 +333,21 @@ def test_pending_pod_is_not_given_a_second_node_while_its_node_is_in_flight() ->
     assert done.node(pod).name == node["metadata"]["name"]
 
 
-def test_the_one_initialized_node_is_preferred_over_in_flight_claims() -> None:
+@pytest.mark.parametrize("position", [0, 50, 99], ids=["first", "middle", "last"])
+def test_the_one_initialized_node_is_preferred_over_in_flight_claims(position: int) -> None:
     # It: In-Flight Nodes / should order initialized nodes for scheduling uninitialized nodes when all other nodes are inflight
+    # The It deploys 100 NodeClaims and gives a Node, initialized, to one picked at random;
+    # the others launched but have no Node. Its place in the snapshot varies here, and its
+    # name sorts after every claim's, so only trying initialized nodes first picks it.
     pool = suite_pool()
-    objects: list[dict[str, object]] = [pool]
-    for _ in range(99):
-        objects += launched(pool, "small-instance-type", registered=False)
-    claim, ready = launched(pool, "small-instance-type", initialized=True)
-    objects += [claim, ready]
+    capacity = [
+        launched(pool, "small-instance-type", name=f"node-{i:02d}", registered=False)
+        for i in range(99)
+    ]
+    claim, ready = launched(pool, "small-instance-type", name="node-zz", initialized=True)
+    capacity.insert(position, [claim, ready])
     pod = f.unschedulable_pod()
-    assert provision(objects, pod).node(pod).name == ready["metadata"]["name"]
+    assert provision(pool, *capacity, pod).node(pod).name == ready["metadata"]["name"]
 
 
 def test_pods_wanting_the_same_host_port_get_different_nodes() -> None:
