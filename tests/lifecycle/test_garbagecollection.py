@@ -24,6 +24,10 @@ from tests.kube.fakeclock import FakeClock
 NODECLAIMS = "nodeclaims.karpenter.sh"
 NODECLAIMS_PATH = "/apis/karpenter.sh/v1/nodeclaims*"
 PERIOD = 120  # seconds between GC passes, as its controller runs it
+# Past a 30 s grace with room to spare: an instance's age comes from its Node's
+# creationTimestamp (the emulator's wall clock), while the fake clock started with the
+# fixture; on a loaded machine the set-up between the two takes seconds.
+PAST_GRACE = 90
 
 
 async def launched(world: World, ctx: Lifecycle, name: str) -> str:
@@ -77,7 +81,7 @@ async def test_an_orphan_is_terminated_on_the_second_pass_a_minute_after_the_fir
     async with lifecycle(apiserver) as (world, ctx, clock):
         leaked = await launched(world, ctx, "default-leaked")
         gc = GarbageCollection(ctx, grace=30)
-        await clock.advance(31)
+        await clock.advance(PAST_GRACE)
         first = await gc.reconcile()
         assert gc.terminated == 0, "first sighting: remembered, not terminated"
         assert gc.suspects[leaked].reason == "orphan"
@@ -141,7 +145,7 @@ async def test_a_suspect_claimed_again_is_forgotten_and_must_be_seen_twice_anew(
     async with lifecycle(apiserver) as (world, ctx, clock):
         leaked = await launched(world, ctx, "default-back")
         gc = GarbageCollection(ctx, grace=30)
-        await clock.advance(31)
+        await clock.advance(PAST_GRACE)
         await gc.reconcile()
         assert leaked in gc.suspects
         store_claim(apiserver, "default-back")
@@ -164,7 +168,7 @@ async def test_the_suspects_kept_are_bounded(apiserver):
         first = await launched(world, ctx, "default-one")
         second = await launched(world, ctx, "default-two")
         gc = GarbageCollection(ctx, grace=30, max_suspects=1)
-        await clock.advance(31)
+        await clock.advance(PAST_GRACE)
         await gc.reconcile()
         assert len(gc.suspects) == 1
         await clock.advance(PERIOD)
