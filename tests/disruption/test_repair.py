@@ -71,15 +71,22 @@ async def test_a_node_unready_past_the_toleration_is_replaced_forcefully(apiserv
         assert unhealthy == 1
 
 
+async def two_of_three_unhealthy(
+    apiserver: APIServer, world: World, ctx: Lifecycle, clock: FakeClock
+) -> None:
+    """default-a, -b and -c running; a and b unready for the whole toleration."""
+    for name in ("default-a", "default-b", "default-c"):
+        await running_nodeclaim(apiserver, world, ctx, name)
+    since = clock.now().replace(microsecond=0)
+    kubelet_stops_reporting(apiserver, "default-a", since)
+    kubelet_stops_reporting(apiserver, "default-b", since)
+    await world.settled()
+    await clock.advance(TOLERATION)
+
+
 async def test_repair_holds_off_while_more_than_a_fifth_of_the_pool_is_unhealthy(apiserver):
     async with lifecycle(apiserver) as (world, ctx, clock):
-        for name in ("default-a", "default-b", "default-c"):
-            await running_nodeclaim(apiserver, world, ctx, name)
-        since = clock.now().replace(microsecond=0)
-        kubelet_stops_reporting(apiserver, "default-a", since)
-        kubelet_stops_reporting(apiserver, "default-b", since)
-        await world.settled()
-        await clock.advance(TOLERATION)
+        await two_of_three_unhealthy(apiserver, world, ctx, clock)
 
         result = await repair(world, ctx, clock).reconcile(NodeName("default-a"))
         assert result.requeue_after == BLOCKED_RETRY
@@ -105,13 +112,7 @@ async def test_a_blocked_node_is_repaired_as_soon_as_its_pool_recovers_enough(ap
     """No timer: the blocked node is looked at again when another node's health changes,
     while a heartbeat (no health change) wakes nobody else."""
     async with lifecycle(apiserver) as (world, ctx, clock):
-        for name in ("default-a", "default-b", "default-c"):
-            await running_nodeclaim(apiserver, world, ctx, name)
-        since = clock.now().replace(microsecond=0)
-        kubelet_stops_reporting(apiserver, "default-a", since)
-        kubelet_stops_reporting(apiserver, "default-b", since)
-        await world.settled()
-        await clock.advance(TOLERATION)
+        await two_of_three_unhealthy(apiserver, world, ctx, clock)
         health = repair(world, ctx, clock)
         for name in ("default-a", "default-b"):
             assert (await health.reconcile(NodeName(name))).requeue_after == BLOCKED_RETRY
