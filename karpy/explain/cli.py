@@ -14,9 +14,11 @@ well-known labels are the fake cloud's too.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.fake import NODE_CLASSES
@@ -34,9 +36,6 @@ from karpy.settings import Settings
 from karpy.simulate.loader import load_catalog, load_objects
 from karpy.simulate.snapshot import SnapshotError
 from karpy.state.watched import watched
-
-if TYPE_CHECKING:
-    import argparse
 
 __all__ = ["add_arguments", "run"]
 
@@ -64,6 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The controller's settings from the environment (FEATURE_GATES, PREFERENCE_POLICY,
+    # MIN_VALUES_POLICY, ...): an answer under other settings would be another answer.
+    settings = Settings.from_env_and_args(os.environ, argparse.Namespace(),
+                                          require_cluster_name=False)  # fmt: skip
     if args.files:
         objects = [obj for _, obj in load_objects(args.files, stdin=sys.stdin)]
     else:
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     if args.what == "pod":
         ref = args.name if "/" in args.name else f"{args.namespace}/{args.name}"
         try:
-            lines = explain_pod(objects, catalog, ref)
+            lines = explain_pod(objects, catalog, ref, settings)
         except SnapshotError as exc:
             raise UsageError(str(exc)) from None
         print("\n".join(lines))
@@ -91,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
                             provider_restricted_domains=RESTRICTED_LABEL_DOMAINS)  # fmt: skip
     compiled = CompiledContext(context, {it.name: it for it in catalog.instance_types}, {})
     lines = explain_node(snapshot, compiled, args.name, now=SYSTEM_CLOCK.now(),
-                         settings=Settings())  # fmt: skip
+                         settings=settings)  # fmt: skip
     print("\n".join(lines))
     return 0 if not lines[0].endswith("no such Node or NodeClaim") else 1
 

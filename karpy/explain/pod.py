@@ -33,6 +33,7 @@ from karpy.scheduling.requirements import IN, Requirement, Requirements
 from karpy.scheduling.resources import merge
 from karpy.scheduling.shapes import term_requirements
 from karpy.scheduling.solver import Scheduler
+from karpy.settings import Settings
 from karpy.simulate.snapshot import SimulationInput, build_input
 
 if TYPE_CHECKING:
@@ -55,9 +56,14 @@ WHAT_IF_DROPS: Final = frozenset({"Pod", "Node", "NodeClaim", "NodePool"})
 SIZE_REJECTIONS: Final = frozenset({RejectionKind.RESOURCES, RejectionKind.INSTANCE_TYPES})
 
 
-def explain_pod(objects: Sequence[Mapping[str, Any]], catalog: Catalog, ref: str) -> list[str]:
+def explain_pod(
+    objects: Sequence[Mapping[str, Any]], catalog: Catalog, ref: str,
+    settings: Settings | None = None,
+) -> list[str]:  # fmt: skip
     """The explanation of pod ``ref`` (``namespace/name``); the first line ends with
-    ``no such Pod`` when the objects hold none of that name."""
+    ``no such Pod`` when the objects hold none of that name. ``settings``: the
+    controller's (preference and minValues policies, the ReservedCapacity gate)."""
+    settings = settings or Settings()
     target = _find(objects, ref)
     if target is None:
         return [f"pod {ref}: no such Pod"]
@@ -68,13 +74,22 @@ def explain_pod(objects: Sequence[Mapping[str, Any]], catalog: Catalog, ref: str
         return [*lines, f"karpy: does not place it: {why_not}"]
     since = _unschedulable_since(target)
     lines.append(f"karpy: considers it (marked Unschedulable by kube-scheduler{since})")
-    inputs = build_input(objects, catalog, only_unschedulable=True)
-    results = Scheduler(inputs.context, inputs.cluster).solve(inputs.pods, budget=ROUND_BUDGET)
+    inputs = build_input(objects, catalog, only_unschedulable=True,
+                         min_values_policy=settings.min_values_policy)  # fmt: skip
+    results = _solve(inputs, settings)
     lines.append(f"this round ({len(inputs.pods)} pending pods): {_this_round(pod, results)}")
     lines.append("nodepools:")
     for name in sorted(inputs.context.templates):
-        lines.extend(f"  {line}" for line in _pool_lines(objects, target, catalog, name))
+        lines.extend(f"  {line}" for line in _pool_lines(objects, target, catalog, name, settings))
     return lines
+
+
+def _solve(inputs: SimulationInput, settings: Settings) -> Results:
+    """One round, as the provisioner runs it with ``settings``."""
+    scheduler = Scheduler(inputs.context, inputs.cluster,
+                          preference_policy=settings.preference_policy,
+                          reserved_capacity=settings.feature_gates.reserved_capacity)  # fmt: skip
+    return scheduler.solve(inputs.pods, budget=ROUND_BUDGET)
 
 
 def _find(objects: Sequence[Mapping[str, Any]], ref: str) -> Mapping[str, Any] | None:
@@ -131,7 +146,9 @@ def _this_round(pod: Pod, results: Results) -> str:
     for plan in results.new_nodeclaims:
         if any(p.key == pod.key for p in plan.pods):
             others = len(plan.pods) - 1
-            sharing = f", with {others} other pending pods" if others else ""
+            sharing = (
+                f", with {others} other pending pod{'s' if others > 1 else ''}" if others else ""
+            )
             return f'a new NodeClaim of nodepool "{plan.nodepool}"{sharing}: {_offer(plan)}'
     for unplaced in results.unschedulable:
         if unplaced.pod.key == pod.key:
@@ -151,21 +168,22 @@ def _offer(plan: NodeClaimPlan) -> str:
 
 def _pool_lines(
     objects: Sequence[Mapping[str, Any]], target: Mapping[str, Any], catalog: Catalog,
-    pool_name: str,
+    pool_name: str, settings: Settings,
 ) -> list[str]:  # fmt: skip
     """The pod alone against a fresh node of ``pool_name``."""
     alone = [o for o in objects if o.get("kind") not in WHAT_IF_DROPS]
     alone += [o for o in objects if o.get("kind") == "NodePool"
               and (o.get("metadata") or {}).get("name") == pool_name]  # fmt: skip
     alone.append(target)
-    inputs = build_input(alone, catalog, only_unschedulable=True)
+    inputs = build_input(alone, catalog, only_unschedulable=True,
+                         min_values_policy=settings.min_values_policy)  # fmt: skip
     skipped = next((s for s in inputs.context.skipped if s.template.nodepool == pool_name), None)
     if skipped is not None:
         return [f"{pool_name}: can launch nothing: {skipped.reason}"]
     pool = next((p for p in inputs.context.pools if p.template.nodepool == pool_name), None)
     if pool is None:
         return [f"{pool_name}: not ready, so not used"]
-    results = Scheduler(inputs.context, inputs.cluster).solve(inputs.pods, budget=ROUND_BUDGET)
+    results = _solve(inputs, settings)
     if results.new_nodeclaims:
         plan = results.new_nodeclaims[0]
         options = plan.instance_type_options()

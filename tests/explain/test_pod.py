@@ -3,6 +3,8 @@ NodePool makes of it, with the arithmetic of the instance types it does not fit.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,8 @@ import yaml
 
 from karpy.explain.pod import explain_pod
 from karpy.scheduling.catalog import parse_catalog
+from karpy.settings import Settings
+from tests.e2e.processes import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "deploy" / "examples" / "simulate"
@@ -85,3 +89,32 @@ def test_pods_karpy_does_not_place_say_who_does() -> None:
 
 def test_a_missing_pod_says_so() -> None:
     assert explain_pod(CLUSTER, CATALOG, "shop/nope") == ["pod shop/nope: no such Pod"]
+
+
+def test_the_controllers_settings_change_the_answer_as_they_change_a_round() -> None:
+    term = {"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                                  "values": ["m5.xlarge"]}]}  # fmt: skip
+    preferred = [{"weight": 1, "preference": term}]
+    prefers = pod("picky", affinity={"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": preferred}})  # fmt: skip
+    respected = "\n".join(explain_pod([*CLUSTER, prefers], CATALOG, "shop/picky"))
+    ignored = "\n".join(explain_pod([*CLUSTER, prefers], CATALOG, "shop/picky",
+                                    Settings(preference_policy="Ignore")))  # fmt: skip
+    assert "default: could launch it: 1 instance type fit; cheapest m5.xlarge" in respected
+    assert "default: could launch it: 2 instance types fit; cheapest m5.large" in ignored
+
+
+def test_the_command_reads_the_controllers_settings_from_the_environment() -> None:
+    args = [sys.executable, "-m", "karpy", "explain", "pod", "shop/web-1",
+            "-f", str(EXAMPLE / "cluster.yaml"),
+            "--instance-types", str(EXAMPLE / "catalog.yaml")]  # fmt: skip
+    bad = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False,
+                         env=clean_env(PREFERENCE_POLICY="Sometimes"))  # fmt: skip
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [
+        'karpy explain: PREFERENCE_POLICY (--preference-policy) = "Sometimes": must be one of '
+        "Respect, Ignore"]  # fmt: skip
+    fine = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False,
+                          env=clean_env(FEATURE_GATES="SomethingNew=true"))  # fmt: skip
+    assert fine.returncode == 0, fine.stderr
+    assert "karpy: considers it" in fine.stdout
