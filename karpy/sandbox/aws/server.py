@@ -11,8 +11,10 @@ One object holds everything the AWS side of the sandbox (and the AWS tests) talk
   reaching moto, so a client's standard-mode retries are exercised for real (requests
   with an ``x-karpy-sandbox-component`` header, the sandbox's own, are exempt); it also
   serves ``GET``/``POST /sandbox/v1/aws/faults`` (`EC2Faults.apply`'s JSON) for tests
-  that run the sandbox in another process; and it remembers its answers to the two
-  catalogue calls (`CatalogCache`);
+  that run the sandbox in another process; it remembers its answers to the two
+  catalogue calls (`CatalogCache`); and it lets one EC2 write run at a time: moto checks
+  then creates without a lock, so two concurrent CreateLaunchTemplate calls with one name
+  both succeeded under load, where EC2 refuses the second (reads still run side by side);
 - the CreateFleet and spot-price patches (`karpy.sandbox.aws.fleet`, `.spotprices`)
   installed with the same injector and `PriceTable`;
 - the Pricing API stub (`karpy.sandbox.aws.pricing`) beside it, at `pricing_url`.
@@ -77,6 +79,8 @@ THROTTLE_XML: Final = (
 # EC2's instance-type catalogue is moto's fixed data: the same request always gets the
 # same answer, and rendering ~1,300 types as XML costs moto ~1.3 s of CPU per call.
 CATALOG_ACTIONS: Final = frozenset({"DescribeInstanceTypes", "DescribeInstanceTypeOfferings"})
+# Query-protocol actions that change nothing; every other action is a write.
+READ_PREFIXES: Final = ("Describe", "Get", "List")
 CREDENTIAL_SCOPE: Final = re.compile(r"Credential=[^/]+/[0-9]{8}/(?P<region>[^/]+)/")
 
 
@@ -136,6 +140,7 @@ class ThrottlingApp:
         self.app = app
         self.faults = faults
         self.catalog = CatalogCache()
+        self._writes = threading.Lock()  # one EC2 write at a time (module docstring)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == FAULTS_PATH:
@@ -155,6 +160,9 @@ class ThrottlingApp:
                 return _answer(start_response, 503, "text/xml;charset=UTF-8", body)
             if action in CATALOG_ACTIONS:
                 return self.catalog.serve(self.app, environ, start_response)
+            if action and not action.startswith(READ_PREFIXES):
+                with self._writes:  # the whole answer is made inside the lock
+                    return list(self.app(environ, start_response))
         return self.app(environ, start_response)
 
     def _faults(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:

@@ -4,6 +4,8 @@ moto has answered them, per region and request, and never when moto failed."""
 from __future__ import annotations
 
 import io
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from karpy.sandbox.aws.faults import EC2Faults
@@ -98,3 +100,42 @@ async def test_moto_gives_the_same_catalogue_twice_over_http(
     assert sorted(names) == ["m5.large", "m6g.large"]
     assert again["InstanceTypes"] == first["InstanceTypes"]
     assert [t["InstanceType"] for t in other["InstanceTypes"]] == ["c5.xlarge"]
+
+
+class Overlap:
+    """A WSGI app that takes a while and notes how many calls ran at once."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(0.05)
+        with self.lock:
+            self.running -= 1
+        start_response("200 OK", [("Content-Type", "text/xml")])
+        return [b"ok"]
+
+
+def concurrently(app: ThrottlingApp, body: str, times: int = 6) -> None:
+    threads = [threading.Thread(target=call, args=(app, body)) for _ in range(times)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+
+
+def test_ec2_writes_run_one_at_a_time_and_reads_side_by_side() -> None:
+    """moto checks a launch template's name, then creates it, without a lock: two
+    concurrent creates of one name both succeeded under load; EC2 refuses the second."""
+    writes = Overlap()
+    create = "Action=CreateLaunchTemplate&LaunchTemplateName=karpenter.k8s.aws%2F1"
+    concurrently(ThrottlingApp(writes, EC2Faults()), create)
+    assert writes.most == 1
+    reads = Overlap()
+    concurrently(ThrottlingApp(reads, EC2Faults()), "Action=DescribeLaunchTemplates")
+    assert reads.most > 1
