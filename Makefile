@@ -6,8 +6,9 @@ STAMP  := $(VENV)/.installed-stamp
 RUN_STAMP := $(VENV)/.sandbox-stamp
 # Parallel test workers: eight. The end-to-end tests spend most of their time waiting on
 # real time (consolidateAfter, validation, drains, leases), so four workers per core on a
-# 2-core machine keep both cores busy: 3 min 24 s, against 3 min 46 s with six (measured
-# 2026-11-27 on 2 cores; the slow tests are collected first, tests/conftest.py).
+# 2-core machine keep both cores busy: 3 min 24 s against 3 min 46 s with six, run back
+# to back; over a day on the same 2 cores the same suite took 3 min 24 s to 4 min 22 s
+# (measured 2026-11-27; the slow tests are collected first, tests/conftest.py).
 PYTEST_WORKERS ?= 8
 
 .PHONY: all venv test test-fast lint format run bench clean
