@@ -129,7 +129,8 @@ def _not_considered(pod: Pod) -> str:
             "kube-scheduler has not marked it Unschedulable (yet): karpy only provisions for "
             "pods kube-scheduler could not place"
         )
-    return ""
+    # The reasons above spell out `Pod.is_provisionable`, the provisioner's own test.
+    return "" if pod.is_provisionable else "the provisioner does not take it"
 
 
 def _unschedulable_since(raw: Mapping[str, Any]) -> str:
