@@ -12,6 +12,7 @@ from karpy.disruption.controller import Disruption
 from karpy.disruption.explain import state_from_objects
 from karpy.observability.karpenter_metrics import KarpenterMetrics
 from karpy.settings import Settings
+from tests import factories as f
 from tests.disruption.deciders import Contexts, Recorder
 from tests.disruption.world import NOW, World, managed_node, nodepool, pod_on
 from tests.kube.fakeclock import FakeClock
@@ -37,10 +38,7 @@ def blocked_series(objects: list[dict[str, object]]) -> dict[tuple[str, str], fl
 def test_blocked_nodes_are_counted_by_pool_and_rule() -> None:
     pinned = pod_on("b", "pinned", annotations={"karpenter.sh/do-not-disrupt": "true"})
     guarded = pod_on("c", "db-0", labels={"app": "db"})
-    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-           "metadata": {"name": "db", "namespace": "default"},
-           "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}},
-           "status": {"disruptionsAllowed": 0}}  # fmt: skip
+    pdb = f.pod_disruption_budget("db", match_labels={"app": "db"}, max_unavailable=0)
     objects = [POOL, *managed_node("a", "c-2x-amd64-linux"), pod_on("a", "web-1"),
                *managed_node("b", "c-2x-amd64-linux"), pinned,
                *managed_node("c", "c-2x-amd64-linux"), guarded, pdb,

@@ -25,6 +25,7 @@ from tests.e2e.cluster import (
     running_karpy,
 )
 from tests.e2e.processes import clean_env
+from tests.factories import pod_disruption_budget
 from tests.fixtures.waiting import eventually_fine
 
 pytestmark = [pytest.mark.slow]
@@ -213,10 +214,8 @@ def test_underused_nodes_consolidate_with_every_pod_running_and_then_hold_still(
                                              spec=one_per_node("spread")))  # fmt: skip
         eventually_fine(lambda: all_running(api, 6), within=90)
         nodes_before = len(live_nodes(api))
-        selector = {"matchLabels": {"app": "web"}}
-        api.create("pdbs", {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                            "metadata": {"name": "web", "namespace": "default"},
-                            "spec": {"maxUnavailable": 1, "selector": selector}})  # fmt: skip
+        api.create("pdbs", pod_disruption_budget("web", match_labels={"app": "web"},
+                                                 max_unavailable=1))  # fmt: skip
         api.create("deployments", deployment("web", 6, cpu="250m", memory="256Mi"))
         eventually_fine(lambda: all_running(api, 12), within=90)
         scale(api, "spread", 0)
@@ -350,10 +349,8 @@ def test_termination_grace_period_ends_a_drain_a_pdb_would_block_forever(
     with running_karpy(tmp_path, nodepool=bounded,
                        rbac="termination-grace-period" if rbac else None) as run:  # fmt: skip
         api = run.api
-        selector = {"matchLabels": {"app": "db"}}
-        api.create("pdbs", {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                            "metadata": {"name": "db", "namespace": "default"},
-                            "spec": {"maxUnavailable": 0, "selector": selector}})  # fmt: skip
+        api.create("pdbs", pod_disruption_budget("db", match_labels={"app": "db"},
+                                                 max_unavailable=0))  # fmt: skip
         api.create("deployments", deployment("db", 1, cpu="500m", memory="512Mi"))
         eventually_fine(lambda: all_running(api, 1), within=90)
         (claim,) = managed_claims(api)
