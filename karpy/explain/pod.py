@@ -29,9 +29,8 @@ from karpy.base.quantity import format_resource
 from karpy.scheduling.daemonsets import daemon_overhead_groups
 from karpy.scheduling.kinds import RejectionKind
 from karpy.scheduling.pods import pod_from_dict
-from karpy.scheduling.requirements import IN, Requirement, Requirements
 from karpy.scheduling.resources import merge
-from karpy.scheduling.shapes import term_requirements
+from karpy.scheduling.shapes import node_alternatives
 from karpy.scheduling.solver import Scheduler
 from karpy.settings import Settings
 from karpy.simulate.snapshot import SimulationInput, build_input
@@ -220,8 +219,7 @@ def _too_small(
     if pod is None:
         return []
     context = inputs.context
-    base = Requirements(Requirement.new(k, IN, (v,)) for k, v in pod.node_selector)
-    terms = [base.merge(term_requirements(t)) for t in pod.required_node_terms] or [base]
+    terms = node_alternatives(pod)
     daemons = inputs.cluster.daemonset_pods
     groups = daemon_overhead_groups(
         pool.template, context.index, pool.options, daemons, context.well_known_labels

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from karpy.scheduling.pods import pod_from_dict
-from karpy.scheduling.requirements import IN, Requirement, Requirements
+from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.resources import ResourceList, clamp_negative, merge, subtract
-from karpy.scheduling.shapes import term_requirements
+from karpy.scheduling.shapes import node_alternatives
 from karpy.scheduling.taints import PREFER_NO_SCHEDULE_TOLERATION, tolerates_all
 
 if TYPE_CHECKING:
@@ -105,13 +105,6 @@ def daemonset_pod(daemonset: Mapping[str, Any]) -> Pod:
     return pod_from_dict(pod)
 
 
-def _alternatives(pod: Pod) -> list[Requirements]:
-    base = Requirements(Requirement.new(k, IN, (v,)) for k, v in pod.node_selector)
-    if not pod.required_node_terms:
-        return [base]
-    return [base.merge(term_requirements(t)) for t in pod.required_node_terms]
-
-
 def _compatible_mask(
     template: NodeClaimTemplate,
     index: InstanceTypeIndex,
@@ -123,7 +116,7 @@ def _compatible_mask(
     if not tolerates_all(template.taints, tolerations):
         return 0
     mask = 0
-    for reqs in _alternatives(pod):
+    for reqs in node_alternatives(pod):
         if template.requirements.compatible(reqs, well_known) is None:
             mask |= options & index.requirements_mask(reqs)
     return mask
@@ -175,7 +168,7 @@ def existing_node_daemon_overhead(
         for p in daemon_pods
         if not p.has_dra_claims
         and tolerates_all(node.taints, p.tolerations)
-        and labels.compatible(_alternatives(p)[0]) is None
+        and labels.compatible(node_alternatives(p)[0]) is None
     ]
     if not compatible:
         return {}

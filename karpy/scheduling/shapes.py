@@ -40,11 +40,26 @@ if TYPE_CHECKING:
     from karpy.scheduling.taints import Toleration
     from karpy.scheduling.topologygroup import TopologyGroup
 
-__all__ = ["PodShape", "ShapeBuilder", "term_requirements", "visible_label_keys"]
+__all__ = [
+    "PodShape",
+    "ShapeBuilder",
+    "node_alternatives",
+    "term_requirements",
+    "visible_label_keys",
+]
 
 
 def term_requirements(term: NodeSelectorTerm) -> Requirements:
     return Requirements(Requirement.new(r.key, r.operator, r.values) for r in term)
+
+
+def node_alternatives(pod: Pod) -> list[Requirements]:
+    """The node requirements ``pod`` accepts, one per required node-affinity term, each
+    with its node selector (a node must satisfy one of them)."""
+    base = Requirements(Requirement.new(k, IN, (v,)) for k, v in pod.node_selector)
+    if not pod.required_node_terms:
+        return [base]
+    return [base.merge(term_requirements(t)) for t in pod.required_node_terms]
 
 
 @attrs.define(slots=True)

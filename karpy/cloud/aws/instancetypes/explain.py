@@ -22,9 +22,8 @@ from karpy.cloud.aws.instancetypes.capacity import (
     vm_overhead_mib,
 )
 from karpy.scheduling.daemonsets import daemonset_pod
-from karpy.scheduling.requirements import IN, Requirement, Requirements
 from karpy.scheduling.resources import merge
-from karpy.scheduling.shapes import term_requirements
+from karpy.scheduling.shapes import node_alternatives
 from karpy.scheduling.taints import PREFER_NO_SCHEDULE_TOLERATION, tolerates_all
 
 if TYPE_CHECKING:
@@ -103,8 +102,7 @@ def daemonset_overhead(
         pod = daemonset_pod(daemonset)
         if not tolerates_all(template.taints, (*pod.tolerations, PREFER_NO_SCHEDULE_TOLERATION)):
             continue
-        base = Requirements(Requirement.new(k, IN, (v,)) for k, v in pod.node_selector)
-        terms = [base.merge(term_requirements(t)) for t in pod.required_node_terms] or [base]
+        terms = node_alternatives(pod)
         if any(template.requirements.compatible(reqs, well_known) is None
                and it.requirements.intersects(reqs) is None for reqs in terms):  # fmt: skip
             requests.append(pod.requests)
