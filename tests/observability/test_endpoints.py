@@ -171,7 +171,9 @@ async def test_healthz_fails_while_the_event_loop_is_blocked():
 async def test_healthz_endpoint_reports_a_blocked_loop(apiserver):
     # Default election timings: a 1.5 s block must not also cost the lease here.
     runtime, stop, task = await start(apiserver, RuntimeTimings())
-    runtime.watchdog.threshold = 0.2
+    # Below the 1.5 s block, above what start-up costs the loop on a loaded machine
+    # (0.2 s was exceeded there once, and the lag stays on record for 30 s).
+    runtime.watchdog.threshold = 1.0
     try:
         assert await get(runtime.http.health_port, "/healthz") == (200, "ok\n")
         assert await get(runtime.http.health_port, "/livez") == (200, "ok\n")
