@@ -74,3 +74,17 @@ def test_controller_help_says_where_an_unset_kubeconfig_is_looked_for(
     shown = " ".join(capsys.readouterr().out.split())
     assert ("--kubeconfig PATH karpy: kubeconfig file for the API server; unset means, in a "
             "pod, its service account, else ~/.kube/config. env: KUBECONFIG,") in shown  # fmt: skip
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback() -> None:
+    """``karpy instance-types --offline | head -1``: the pipe closes mid-answer."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "karpy", "instance-types", "--offline"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline().startswith(b"NAME")
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 141, stderr
+    assert "Traceback" not in stderr

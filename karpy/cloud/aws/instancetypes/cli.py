@@ -8,6 +8,8 @@ al2023@latest}]``, default kubelet) or ``--nodeclass FILE``. ``--nodepool FILE``
 the types the NodePool's requirements allow and, with ``--explain``, counts the
 DaemonSets in the same file. Settings (``VM_MEMORY_OVERHEAD_PERCENT``, ``RESERVED_ENIS``,
 ``ISOLATED_VPC``...) come from the environment, as for the controller.
+``--offline`` reads nothing from AWS: the catalogue shipped with karpy stands in for
+EC2 and the static price table for the Pricing API (`karpy.cloud.aws.instancetypes.offline`).
 
 A class read from a file has no status, so its subnets and AMIs must be resolved here:
 `resolve_nodeclass_status` does only what the figures need (the zones of the subnets its
@@ -42,6 +44,7 @@ from karpy.cloud.aws.instancetypes.explain import (
     instance_type_document,
 )
 from karpy.cloud.aws.instancetypes.families import family
+from karpy.cloud.aws.instancetypes.offline import OfflineCatalog, load_offline_catalog
 from karpy.cloud.aws.instancetypes.provider import InstanceTypeProvider, shape_options
 from karpy.cloud.aws.nodeclass.subnets import find_subnets, subnet_statuses
 from karpy.cloud.unavailable import UnavailableOfferings
@@ -57,7 +60,13 @@ if TYPE_CHECKING:
     from karpy.scheduling.instancetypes import InstanceType
     from karpy.scheduling.templates import NodeClaimTemplate
 
-__all__ = ["add_arguments", "default_nodeclass", "resolve_nodeclass_status", "run"]
+__all__ = [
+    "add_arguments",
+    "assume_nodeclass_status",
+    "default_nodeclass",
+    "resolve_nodeclass_status",
+    "run",
+]
 
 DEFAULT_NODECLASS: Final = {
     "apiVersion": "karpenter.k8s.aws/v1",
@@ -81,6 +90,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--region", help="AWS region (default: AWS_REGION)")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     parser.add_argument("--explain", metavar="TYPE", help="show the arithmetic of one type")
+    parser.add_argument("--offline", action="store_true", help="use the catalogue shipped "
+                        "with karpy (us-east-1, dated), no AWS account or network")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,6 +101,14 @@ def run(args: argparse.Namespace) -> int:
                                           require_cluster_name=False)  # fmt: skip
     nodeclass = _load_nodeclass(args.nodeclass)
     nodepool, daemonsets = _load_nodepool(args.nodepool)
+    if args.offline:
+        offline = load_offline_catalog()
+        if args.region and args.region != offline.region:
+            raise UsageError(f"--offline answers for {offline.region} only, not {args.region}")
+        inputs = _Inputs(settings, offline.region, nodeclass, nodepool, daemonsets)
+        # Said on stderr with every answer, so `-o json` stays a catalog on stdout.
+        print(f"karpy: {offline.provenance}", file=sys.stderr)
+        return _answer(args, inputs, _offline(inputs, offline))
     region = args.region or region_from_env()
     inputs = _Inputs(settings, region, nodeclass, nodepool, daemonsets)
     return asyncio.run(_run(args, inputs))
@@ -104,9 +123,18 @@ class _Inputs:
     daemonsets: list[dict[str, Any]]
 
 
+def _offline(inputs: _Inputs, offline: OfflineCatalog) -> tuple[InstanceTypeProvider, _Inputs]:
+    """The provider and inputs from the shipped catalogue: nothing is fetched (the
+    clients are never used), prices are the static table's, every zone is assumed."""
+    provider = InstanceTypeProvider(AWSClients(offline.region), inputs.settings,
+                                    unavailable=UnavailableOfferings(),
+                                    catalog=offline.catalog)  # fmt: skip
+    nodeclass = assume_nodeclass_status(inputs.nodeclass, offline.catalog, [], {})
+    return provider, attrs.evolve(inputs, nodeclass=nodeclass)
+
+
 async def _run(args: argparse.Namespace, inputs: _Inputs) -> int:
-    settings, region, nodeclass, nodepool = (
-        inputs.settings, inputs.region, inputs.nodeclass, inputs.nodepool)  # fmt: skip
+    settings, region, nodeclass = inputs.settings, inputs.region, inputs.nodeclass
     clients = AWSClients(region)
     try:
         provider = InstanceTypeProvider(clients, settings, unavailable=UnavailableOfferings())
@@ -121,13 +149,22 @@ async def _run(args: argparse.Namespace, inputs: _Inputs) -> int:
             nodeclass = await resolve_nodeclass_status(clients, nodeclass, catalog)
     finally:
         await clients.aclose()
+    return _answer(args, inputs, (provider, attrs.evolve(inputs, nodeclass=nodeclass)))
+
+
+def _answer(
+    args: argparse.Namespace, inputs: _Inputs, ready: tuple[InstanceTypeProvider, _Inputs]
+) -> int:
+    """Print what was asked of a provider holding its catalogue, for a resolved class."""
+    provider, inputs = ready
+    nodeclass, nodepool = inputs.nodeclass, inputs.nodepool
     types = provider.list(nodeclass)
     if nodepool is not None:
         types = tuple(
             it for it in types if it.requirements.intersects(nodepool.requirements) is None
         )
     if args.explain:
-        return _explain(provider, attrs.evolve(inputs, nodeclass=nodeclass), types, args.explain)
+        return _explain(provider, inputs, types, args.explain)
     shapes = provider.shapes(nodeclass)
     if args.output == "json":
         documents = [instance_type_document(it, shapes[it.name]) for it in types]
@@ -244,6 +281,15 @@ async def resolve_nodeclass_status(
     ec2 = await clients.ec2()
     zone_ids = await fetch_zone_ids(ec2)
     subnets = list(nodeclass.status.subnets) or await _matching_subnets(ec2, nodeclass)
+    return assume_nodeclass_status(nodeclass, catalog, subnets, zone_ids)
+
+
+def assume_nodeclass_status(
+    nodeclass: EC2NodeClass, catalog: Catalog, subnets: list[Subnet], zone_ids: dict[str, str]
+) -> EC2NodeClass:
+    """``nodeclass`` with ``subnets`` (none: every zone of ``catalog``) and, unless its
+    status names some, one assumed AMI per architecture its family serves."""
+    subnets = list(nodeclass.status.subnets) or subnets
     if not subnets:
         subnets = [Subnet(id=f"any-{zone}", zone=zone, zone_id=zone_ids.get(zone))
                    for zone in sorted(catalog.zones)]  # fmt: skip
