@@ -35,6 +35,8 @@ from karpy.apis.labels import (
     ANNOTATION_INSTANCE_PROFILE,
     AWS_RESTRICTED_LABEL_DOMAINS,
     AWS_WELL_KNOWN_LABELS,
+    CAPACITY_TYPE_RESERVED,
+    LABEL_AWS_CAPACITY_RESERVATION_ID,
     LABEL_INSTANCE_TYPE,
 )
 from karpy.base.clock import SYSTEM_CLOCK
@@ -52,6 +54,7 @@ from karpy.cloud.aws.launch import InstanceLauncher, parse_provider_id
 from karpy.cloud.aws.launch.templategc import LaunchTemplateGC
 from karpy.cloud.aws.nodeclass import nodeclass_controllers
 from karpy.cloud.aws.nodeclasses import NODE_CLASS, NODE_CLASSES
+from karpy.cloud.aws.reservationcounts import ReservationCounts
 from karpy.cloud.errors import NodeClaimNotFound, NodeClassNotReady
 from karpy.cloud.provider import Instance, RepairPolicy
 
@@ -114,6 +117,7 @@ class AWSCloudProvider:
         self.controller_metrics = controller_metrics
         self.metrics = metrics
         self.learned = LearnedCapacity(clock=clock)
+        self.reservations = ReservationCounts(clock=clock)
         self.instance_types = InstanceTypeProvider(
             clients, settings, unavailable=unavailable, clock=clock, learned=self.learned
         )
@@ -155,7 +159,11 @@ class AWSCloudProvider:
     async def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:
         nodeclass = self._ready_nodeclass(nodepool.spec.template.spec.node_class_ref)
         await self.instance_types.ensure_ready()
-        return self.instance_types.list(nodeclass)
+        return self._instance_types(nodeclass)
+
+    def _instance_types(self, nodeclass: EC2NodeClass) -> Sequence[InstanceType]:
+        """The class's types, reserved offerings available while their reservation has room."""
+        return self.instance_types.list(nodeclass, reservation_capacity=self.reservations.counts())
 
     # -- launch and lookups ------------------------------------------------------------
 
@@ -165,7 +173,11 @@ class AWSCloudProvider:
                 if self._launcher is None:
                     cluster = await discover_cluster(self.clients, self.settings)
                     self._launcher = InstanceLauncher(
-                        self.clients, cluster, unavailable=self.unavailable, clock=self.clock
+                        self.clients,
+                        cluster,
+                        unavailable=self.unavailable,
+                        clock=self.clock,
+                        reservations=self.reservations,
                     )
         return self._launcher
 
@@ -183,9 +195,12 @@ class AWSCloudProvider:
         except ValueError as exc:
             raise NodeClassNotReady(f'EC2NodeClass "{nodeclass.name}" is invalid: {exc}') from None
         await self.instance_types.ensure_ready()
-        types = self.instance_types.list(nodeclass)
+        types = self._instance_types(nodeclass)
         launcher = await self.launcher()
         instance = await launcher.create(nodeclaim, nodeclass, types)
+        if instance.capacity_type == CAPACITY_TYPE_RESERVED:
+            reservation = instance.labels.get(LABEL_AWS_CAPACITY_RESERVATION_ID, "")
+            self.reservations.launched(reservation, instance.created)
         annotations = {
             ANNOTATION_EC2NODECLASS_HASH: nodeclass_hash,
             ANNOTATION_EC2NODECLASS_HASH_VERSION: EC2NODECLASS_HASH_VERSION,
@@ -196,7 +211,14 @@ class AWSCloudProvider:
 
     async def delete(self, nodeclaim: NodeClaim) -> None:
         instance_id = self._instance_id(nodeclaim.status.provider_id)
-        await (await self.launcher()).terminate(instance_id)
+        try:
+            await (await self.launcher()).terminate(instance_id)
+        except NodeClaimNotFound:
+            # Confirmed gone: its place in a capacity reservation is free again.
+            reservation = nodeclaim.metadata.labels.get(LABEL_AWS_CAPACITY_RESERVATION_ID, "")
+            if reservation:
+                self.reservations.terminated(reservation, instance_id)
+            raise
 
     async def get(self, provider_id: str) -> Instance:
         instance = await (await self.launcher()).get(self._instance_id(provider_id))
@@ -223,7 +245,7 @@ class AWSCloudProvider:
             return ""
         type_name = nodeclaim.metadata.labels.get(LABEL_INSTANCE_TYPE, "")
         instance_type = next(
-            (it for it in self.instance_types.list(nodeclass) if it.name == type_name), None
+            (it for it in self._instance_types(nodeclass) if it.name == type_name), None
         ) if self.instance_types.ready else None  # fmt: skip
         try:
             instance_id = self._instance_id(nodeclaim.status.provider_id)
@@ -248,6 +270,7 @@ class AWSCloudProvider:
                 clock=self.clock,
                 recorder=recorder,
                 metrics=self.controller_metrics,
+                reservation_counts=self.reservations,
             )
         )
         components += self.instance_types.controllers(
@@ -283,6 +306,7 @@ class AWSCloudProvider:
                 metrics=interruption_metrics,
                 clock=self.clock,
                 karpenter_metrics=karpenter,
+                reservation_unavailable=lambda rid: self.reservations.exhausted([rid]),
             )
             components.append(interruption_controller(reader, metrics=self.controller_metrics))
         return components

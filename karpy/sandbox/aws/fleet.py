@@ -51,6 +51,8 @@ from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS, INSTANCE_TYP
 from moto.ec2.responses.fleets import Fleets
 from moto.ec2.utils import random_fleet_id
 
+from karpy.sandbox.aws import reservations
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -224,8 +226,13 @@ def _launch_fleet(response: Fleets, faults: EC2Faults, prices: PriceTable) -> Ac
     region = response.region
 
     errors, available = [], []
+    targets = [_reservation_target(response, config) for config in configs]
     for candidate in candidates:
         refusal = _unavailable(candidate, region, lifecycle, faults)
+        target = targets[candidate.config_index]
+        if refusal is None and target:
+            refusal = reservations.refusal(response.ec2_backend, target,
+                                           candidate.instance_type, candidate.zone)  # fmt: skip
         if refusal is None:
             available.append(candidate)
         else:
@@ -246,6 +253,10 @@ def _launch_fleet(response: Fleets, faults: EC2Faults, prices: PriceTable) -> Ac
     if isinstance(body, dict):
         _tag_launch_template(response, body.get("Instances") or [])
         _apply_launch_template_groups(response, body.get("Instances") or [])
+        if targets[chosen.config_index]:
+            launched = [str(i) for r in body.get("Instances") or [] for i in r["InstanceIds"]]
+            reservations.record_launch(response.ec2_backend, targets[chosen.config_index],
+                                       launched)  # fmt: skip
     if errors and isinstance(body, dict):
         return ActionResult({**body, "Errors": errors})
     return result
@@ -264,6 +275,28 @@ def _tag_launch_template(response: Fleets, instances: list[dict[str, Any]]) -> N
             response.ec2_backend.create_tags(list(launched["InstanceIds"]), tags)
 
 
+def _template_data(backend: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """The data of the launch template version ``spec`` names (by id or name)."""
+    if spec.get("LaunchTemplateId"):
+        template = backend.get_launch_template(str(spec["LaunchTemplateId"]))
+    else:
+        template = backend.get_launch_template_by_name(str(spec.get("LaunchTemplateName")))
+    version = spec.get("Version")
+    chosen = (template.get_version(int(version)) if version and str(version).isdigit()
+              else template.latest_version())  # fmt: skip
+    data: dict[str, Any] = chosen.data
+    return data
+
+
+def _reservation_target(response: Fleets, config: dict[str, Any]) -> str:
+    """The capacity reservation a launch template config targets ("" for none)."""
+    spec = config.get("LaunchTemplateSpecification") or {}
+    try:
+        return reservations.target_of(_template_data(response.ec2_backend, spec))
+    except EC2ClientError:  # moto's own handler reports the missing template
+        return ""
+
+
 def _apply_launch_template_groups(response: Fleets, instances: list[dict[str, Any]]) -> None:
     """Give each instance the security groups of its launch template (``SecurityGroupIds``,
     or the primary network interface's ``Groups``), as EC2 does; moto's fleets put
@@ -274,16 +307,9 @@ def _apply_launch_template_groups(response: Fleets, instances: list[dict[str, An
         spec = (launched.get("LaunchTemplateAndOverrides") or {}).get(
             "LaunchTemplateSpecification"
         ) or {}
-        template_id = spec.get("LaunchTemplateId")
-        if not template_id:
+        if not spec.get("LaunchTemplateId"):
             continue
-        template = backend.get_launch_template(str(template_id))
-        version = spec.get("Version")
-        data = (
-            template.get_version(int(version))
-            if version and str(version).isdigit()
-            else template.latest_version()
-        ).data
+        data = _template_data(backend, spec)
         groups = list(data.get("SecurityGroupIds") or [])
         for interface in data.get("NetworkInterfaces") or []:
             if str(interface.get("DeviceIndex", "0")) == "0":

@@ -28,7 +28,9 @@ botocore's partition table (~0.25 s) to check each role ARN; the server checks a
 one table built once.
 
 `reset` empties every moto backend (``POST /moto-api/reset``); faults are cleared with
-``faults.clear()``. moto's state is per process: run one `MotoServer` per process.
+``faults.clear()``. moto's state is per process: run one `MotoServer` per process. A
+second one started inside the first's life shares its backends; its faults and prices are
+in force until it stops, then the first's are again.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from karpy.sandbox.aws import fleet, spotprices
+from karpy.sandbox.aws import fleet, reservations, spotprices
 from karpy.sandbox.aws.faults import EC2Faults
 from karpy.sandbox.aws.prices import PriceTable, default_prices
 from karpy.sandbox.aws.pricing import PricingStub
@@ -229,6 +231,9 @@ class _QuietHandler(MotoRequestHandler):
         return
 
 
+_RUNNING: list[MotoServer] = []  # started, not stopped; the last one's patches are in force
+
+
 class MotoServer:
     """moto + throttling + CreateFleet fidelity + spot prices + Pricing stub (module docstring)."""
 
@@ -264,8 +269,9 @@ class MotoServer:
     def start(self) -> MotoServer:
         os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "true" if self.stock_amis else "false"
         moto.eks.models.validate_role_arn = _validate_role_arn  # type: ignore[attr-defined]
-        fleet.install(self.faults, self.prices)
-        spotprices.install(self.prices)
+        _RUNNING.append(self)
+        self._install()
+        reservations.install()
         app = ThrottlingApp(DomainDispatcherApplication(create_backend_app), self.faults)
         self._server = make_server(
             self._host, self._port, app, threaded=True, request_handler=_QuietHandler
@@ -277,7 +283,18 @@ class MotoServer:
         self.pricing.start()
         return self
 
+    def _install(self) -> None:
+        fleet.install(self.faults, self.prices)
+        spotprices.install(self.prices)
+
     def stop(self) -> None:
+        # The patches are process-wide: a server started and stopped inside another's
+        # life (a test, a tool) hands them back, or the outer one would go on answering
+        # with the inner one's faults and prices.
+        if self in _RUNNING:
+            _RUNNING.remove(self)
+            if _RUNNING:
+                _RUNNING[-1]._install()
         self.pricing.stop()
         if self._server is not None:
             self._server.shutdown()

@@ -8,11 +8,11 @@ import pytest
 from botocore.exceptions import ClientError
 
 from karpy.cloud.aws.clients import AWSClients
+from karpy.sandbox.aws.server import MotoServer
 
 if TYPE_CHECKING:
     from karpy.sandbox.aws.faults import EC2Faults
     from karpy.sandbox.aws.seed import Account
-    from karpy.sandbox.aws.server import MotoServer
 
 
 def _overrides(
@@ -243,3 +243,15 @@ async def test_dry_run_answers_dry_run_operation(
         )  # fmt: skip
     assert raised.value.response["Error"]["Code"] == "DryRunOperation"
     assert (await ec2.describe_instances())["Reservations"] == []
+
+
+async def test_a_server_started_and_stopped_inside_another_hands_its_patches_back(
+    aws_account: Account, aws_clients: AWSClients, launch_template: str, ec2_faults: EC2Faults
+) -> None:
+    """The CreateFleet patch is process-wide: a second server (a tool, another test)
+    must not leave the first answering with its faults."""
+    MotoServer().start().stop()
+    ec2_faults.ice([("m5.large", "*", "on-demand")])
+    pairs = [("m5.large", "us-west-2a")]
+    answer = await _fleet(aws_clients, launch_template, _overrides(aws_account, pairs))
+    assert [e["ErrorCode"] for e in answer["Errors"]] == ["InsufficientInstanceCapacity"]

@@ -292,7 +292,13 @@ async def test_get_list_and_terminate(
 async def test_a_reserved_offering_is_launched_into_its_reservation_first(
     launcher: InstanceLauncher, aws_account: Account, aws_clients: AWSClients, priced: Any
 ) -> None:
-    reserved = Offering("us-west-2b", "reserved", 0.0001, reservation_id="cr-0123",
+    ec2 = await aws_clients.ec2()
+    created = await ec2.create_capacity_reservation(
+        InstanceType="m5.large", InstancePlatform="Linux/UNIX", AvailabilityZone="us-west-2b",
+        InstanceCount=2, InstanceMatchCriteria="targeted",
+    )  # fmt: skip
+    rid = created["CapacityReservation"]["CapacityReservationId"]
+    reserved = Offering("us-west-2b", "reserved", 0.0001, reservation_id=rid,
                         reservation_capacity=2)  # fmt: skip
     base = priced("m5.large")
     it = new_instance_type(base.name, capacity=base.capacity, overhead=base.overhead,
@@ -302,7 +308,7 @@ async def test_a_reserved_offering_is_launched_into_its_reservation_first(
                                 "karpenter.sh/capacity-type"})))  # fmt: skip
     nc = nodeclass(aws_account)
     nc = attrs.evolve(nc, status=attrs.evolve(nc.status, capacity_reservations=(
-        CapacityReservation(availability_zone="us-west-2b", id="cr-0123",
+        CapacityReservation(availability_zone="us-west-2b", id=rid,
                             instance_match_criteria="targeted", instance_type="m5.large",
                             owner_id=aws_account.account_id),
     )))  # fmt: skip
@@ -310,12 +316,12 @@ async def test_a_reserved_offering_is_launched_into_its_reservation_first(
                                      "values": ["reserved", "on-demand"]}])  # fmt: skip
     instance = await launcher.create(claim, nc, [it])
     assert (instance.capacity_type, instance.zone) == ("reserved", "us-west-2b")
-    assert instance.labels["karpenter.k8s.aws/capacity-reservation-id"] == "cr-0123"
+    assert instance.labels["karpenter.k8s.aws/capacity-reservation-id"] == rid
     assert instance.labels["karpenter.k8s.aws/capacity-reservation-type"] == "default"
     (template,) = await templates(aws_clients)
     assert template["Data"]["CapacityReservationSpecification"] == {
         "CapacityReservationPreference": "capacity-reservations-only",
-        "CapacityReservationTarget": {"CapacityReservationId": "cr-0123"},
+        "CapacityReservationTarget": {"CapacityReservationId": rid},
     }
 
 

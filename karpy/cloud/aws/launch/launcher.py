@@ -81,6 +81,7 @@ if TYPE_CHECKING:
     from karpy.base.clock import Clock
     from karpy.cloud.aws.clients import AWSClients
     from karpy.cloud.aws.launch.cluster import ClusterInfo
+    from karpy.cloud.aws.reservationcounts import ReservationCounts
     from karpy.cloud.provider import Instance
     from karpy.cloud.unavailable import UnavailableOfferings
     from karpy.scheduling.instancetypes import InstanceType, Offering
@@ -149,8 +150,10 @@ class InstanceLauncher:
         clock: Clock = SYSTEM_CLOCK,
         max_concurrent_fleets: int = MAX_CONCURRENT_FLEETS,
         kubelet_for: Callable[[InstanceType, EC2NodeClass], KubeletValues] = kubelet_values,
+        reservations: ReservationCounts | None = None,
     ) -> None:
         self.clients = clients
+        self.reservations = reservations
         self.cluster = cluster
         self.unavailable = unavailable
         self.clock = clock
@@ -365,6 +368,8 @@ class InstanceLauncher:
         iced = fleet.capacity_errors(response, capacity_type)
         if iced:
             self.unavailable.mark(iced)
+            if capacity_type == CAPACITY_TYPE_RESERVED and self.reservations is not None:
+                self.reservations.exhausted_offerings((t, z) for t, z, _ in iced)
             log.info("offerings out of capacity", nodeclaim=nodeclaim.name,
                      offerings=[f"{t}/{z}/{c}" for t, z, c in iced])  # fmt: skip
         try:

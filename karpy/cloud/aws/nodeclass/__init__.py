@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from karpy.base.clock import Clock
     from karpy.base.component import Component
     from karpy.cloud.aws.clients import AWSClients
+    from karpy.cloud.aws.reservationcounts import ReservationCounts
     from karpy.kube.client import KubeClient
     from karpy.kube.events import EventRecorder
     from karpy.observability.controller_metrics import ControllerMetrics
@@ -48,10 +49,12 @@ def nodeclass_controllers(
     metrics: ControllerMetrics | None = None,
     k8s_version: str | None = None,
     resolver: NodeClassResolver | None = None,
+    reservation_counts: ReservationCounts | None = None,
 ) -> list[Component]:
     """The ``nodeclass`` and ``nodeclass.hash`` controllers (writers: run them under
     leader election). ``k8s_version`` fixes the Kubernetes version instead of asking the
-    API server; ``resolver`` replaces the default one (tests)."""
+    API server; ``resolver`` replaces the default one (tests); ``reservation_counts`` is
+    kept up to date with what EC2 says the capacity reservations can still take."""
     resolver = resolver or NodeClassResolver(
         clients,
         cluster_name=settings.cluster_name,
@@ -60,6 +63,7 @@ def nodeclass_controllers(
         verify_instance_profile=not settings.isolated_vpc,
         ami_refresh=settings.ami_refresh_interval / _NS_PER_SECOND,
         subnet_refresh=settings.subnet_refresh_interval / _NS_PER_SECOND,
+        reservation_counts=reservation_counts,
     )
     version = KubernetesVersion(client, fixed=k8s_version, clock=clock)
     status = NodeClassController(state, client, clients, resolver, version,

@@ -21,6 +21,7 @@ from botocore.exceptions import ClientError
 
 from karpy.apis.ec2nodeclass_status import CapacityReservation
 from karpy.cloud.aws.nodeclass.selectors import describe_all, tag_filters, unique_by
+from karpy.cloud.aws.reservationcounts import ReservationRead
 from karpy.log import get_logger
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ __all__ = [
     "POLL_PERIOD",
     "find_reservations",
     "reservation_queries",
+    "reservation_reads",
     "reservation_statuses",
     "reservations_requeue",
 ]
@@ -81,6 +83,13 @@ async def find_reservations(
         r for r in unique_by(found, "CapacityReservationId")
         if r.get("EndDate") is None or r["EndDate"] > now
     ]  # fmt: skip
+
+
+def reservation_reads(reservations: Sequence[dict[str, Any]]) -> list[ReservationRead]:
+    """How many instances each reservation can still take, as EC2 counted them."""
+    return [ReservationRead(str(r["CapacityReservationId"]), str(r["InstanceType"]),
+                            str(r["AvailabilityZone"]), int(r.get("AvailableInstanceCount") or 0))
+            for r in reservations]  # fmt: skip
 
 
 def reservation_statuses(

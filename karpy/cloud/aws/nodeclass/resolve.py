@@ -50,6 +50,7 @@ from karpy.cloud.aws.nodeclass.instanceprofile import InstanceProfiles
 from karpy.cloud.aws.nodeclass.placementgroup import check_placement_group
 from karpy.cloud.aws.nodeclass.reservations import (
     find_reservations,
+    reservation_reads,
     reservation_statuses,
     reservations_requeue,
 )
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
     from karpy.apis.ec2nodeclass_status import EC2NodeClassStatus
     from karpy.base.clock import Clock
     from karpy.cloud.aws.clients import AWSClients
+    from karpy.cloud.aws.reservationcounts import ReservationCounts
 
 __all__ = ["NodeClassResolver", "Resolution", "resolve"]
 
@@ -128,8 +130,10 @@ class NodeClassResolver:
         subnet_refresh: float = 60.0,
         profiles: InstanceProfiles | None = None,
         amis: AMIResolver | None = None,
+        reservation_counts: ReservationCounts | None = None,
     ) -> None:
         self.clients = clients
+        self.reservation_counts = reservation_counts
         self.cluster_name = cluster_name
         self.region = region or clients.region
         self.clock = clock
@@ -201,6 +205,8 @@ class NodeClassResolver:
         terms = nodeclass.spec.capacity_reservation_selector_terms
         now = self.clock.now()
         found = await find_reservations(await self.clients.ec2(), terms, now) if terms else []
+        if self.reservation_counts is not None:
+            self.reservation_counts.sync(reservation_reads(found), read_at=now)
         return _Step(
             ConditionUpdate.true(CAPACITY_RESERVATIONS_READY),
             {"capacity_reservations": reservation_statuses(found, now)},
@@ -285,11 +291,12 @@ async def resolve(
     reserved_capacity: bool = True,
     manage_instance_profile: bool = False,
     clock: Clock = SYSTEM_CLOCK,
+    reservation_counts: ReservationCounts | None = None,
 ) -> Resolution:
     """Resolve ``nodeclass`` once, without a cluster (the ``karpy instance-types`` CLI).
     By default the instance profile is only checked, never created."""
     resolver = NodeClassResolver(
         clients, cluster_name=cluster_name, clock=clock, reserved_capacity=reserved_capacity,
-        manage_instance_profile=manage_instance_profile,
+        manage_instance_profile=manage_instance_profile, reservation_counts=reservation_counts,
     )  # fmt: skip
     return await resolver.resolve(nodeclass, k8s_version)
