@@ -52,8 +52,8 @@ def record_judgements(
                 )
             log.debug("scored consolidation move", nodepool=pool.nodepool,
                       score=round(pool.score.value, 4), threshold=pool.score.threshold,
-                      savings_fraction=round(pool.score.savings_fraction, 4),
-                      disruption_fraction=round(pool.score.disruption_fraction, 4),
+                      savingsFraction=round(pool.score.savings_fraction, 4),
+                      disruptionFraction=round(pool.score.disruption_fraction, 4),
                       approved=pool.score.approved,
                       candidates=[c.name for c in judgement.candidates
                                   if c.nodepool == pool.nodepool])  # fmt: skip
