@@ -270,3 +270,22 @@ def test_a_multi_node_move_is_reported_on_the_nodepool() -> None:
     approved = [e for e in deciding.recorder.events if e.reason == "ConsolidationApproved"]
     assert [(e.involved.kind, e.involved.name) for e in approved] == [("NodePool", "default")]
     assert approved[0].involved.uid == "pool-uid"
+
+
+def test_a_move_across_pools_is_scored_by_its_balanced_pool_on_its_share_of_the_savings() -> None:
+    other = nodepool()
+    other["metadata"] = {**other["metadata"], "name": "other", "uid": "other-uid"}
+    elsewhere = managed_node("o", "c-4x-amd64-linux")
+    for obj in elsewhere:
+        obj["metadata"]["labels"]["karpenter.sh/nodepool"] = "other"
+    world = World([*two_full_nodes(BALANCED), other, *elsewhere, pod_on("o", "web-o")])
+    a, _, o = world.candidates()
+    judgement = scorer(world).judge([a, o], ())
+    by_pool = {p.nodepool: p for p in judgement.pools}
+    assert by_pool["other"].score is None, "a WhenEmptyOrUnderutilized pool is not scored"
+    score = by_pool["default"].score
+    assert score is not None and a.price is not None
+    # the delete saves both nodes' prices; "default" is credited with its own node's
+    assert score.savings_fraction == pytest.approx(a.price / (2 * a.price))
+    assert score.disruption_fraction == pytest.approx(2 / 4)
+    assert judgement.approved
