@@ -19,7 +19,7 @@ class ConsolidationPolicy(enum.StrEnum):
 
     WHEN_EMPTY = "WhenEmpty"
     WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
-    BALANCED = "Balanced"  # admitted by the schema, not implemented: only empty nodes go
+    BALANCED = "Balanced"  # underused nodes too, each move scored (karpy.disruption.balanced)
 
 
 class DisruptionReason(enum.StrEnum):

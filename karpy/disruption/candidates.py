@@ -21,15 +21,23 @@ The last two do not block *eventual* methods (drift) when the NodeClaim has a
 
 Each candidate carries its *reschedulable* pods (those that need a new home: active, not
 DaemonSet or mirror pods; a candidate without any is *empty*), its price (the offering
-of its instance type, zone and capacity type) and its disruption cost (the eviction cost
-of its pods, scaled by how much of its lifetime is left), by which consolidation orders
-candidates, cheapest to disrupt first.
+of its instance type, zone and capacity type), and two costs of disrupting it, each
+Karpenter's and each for its own use:
+
+* ``disruption_cost``, the eviction cost of all its pods scaled by how much of its
+  lifetime is left: the order in which consolidation tries candidates, cheapest to
+  disrupt first (a node about to expire costs little to take now);
+* ``reschedule_cost``, `PER_NODE_DISRUPTION_COST` plus the eviction cost of each pod that
+  must move, counted from 0 when negative and never scaled by lifetime: what the
+  ``Balanced`` policy weighs a move's savings against (`karpy.disruption.balanced`). The
+  lifetime scaling would make a node near expiry look free to disrupt, and the pool's
+  other nodes, priced the same way, would not be comparable.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
@@ -47,7 +55,7 @@ from karpy.lifecycle.conditions import INITIALIZED, is_true
 from karpy.lifecycle.termination.pods import do_not_disrupt, tolerates_disrupted_taint
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping, Sequence
+    from collections.abc import Collection, Iterable, Mapping, Sequence
     from datetime import datetime
 
     from karpy.apis.nodeclaim import NodeClaim
@@ -58,6 +66,7 @@ if TYPE_CHECKING:
     from karpy.state.snapshot import StateSnapshot
 
 __all__ = [
+    "PER_NODE_DISRUPTION_COST",
     "Blocked",
     "BlockedBy",
     "Candidate",
@@ -65,7 +74,13 @@ __all__ = [
     "find_candidates",
     "is_disrupting",
     "lifetime_remaining",
+    "node_price",
+    "reschedule_cost",
 ]
+
+# What removing a node costs before any of its pods: cordon, drain, a replacement's
+# latency (Karpenter's PerNodeBaseDisruptionCost, a placeholder it may refine).
+PER_NODE_DISRUPTION_COST: Final = 1.0
 
 
 @attrs.frozen(slots=True)
@@ -80,7 +95,8 @@ class Candidate:
     price: float | None  # per hour; None when the instance type is not in the catalog
     pods: tuple[PodInfo, ...]
     reschedulable: tuple[Pod, ...]
-    disruption_cost: float
+    disruption_cost: float  # lifetime-scaled: the order consolidation tries candidates in
+    reschedule_cost: float  # unscaled, from 1: what Balanced weighs savings against
 
     @property
     def empty(self) -> bool:
@@ -195,10 +211,11 @@ def _candidate(  # noqa: PLR0917 - the parts of one candidate
         instance_type=instance_type,
         capacity_type=capacity_type,
         zone=zone,
-        price=_price(types_by_name.get(instance_type), zone, capacity_type),
+        price=node_price(types_by_name.get(instance_type), zone, capacity_type),
         pods=pods,
         reschedulable=reschedulable,
         disruption_cost=sum(eviction_cost(p) for p in pods) * lifetime_remaining(claim, now),
+        reschedule_cost=reschedule_cost(p for p in pods if p.pod.is_reschedulable),
     )
 
 
@@ -297,6 +314,13 @@ def eviction_cost(pod: PodInfo) -> float:
     return max(-10.0, min(10.0, cost))
 
 
+def reschedule_cost(pods: Iterable[PodInfo]) -> float:
+    """What evicting ``pods`` and removing their node costs: `PER_NODE_DISRUPTION_COST`
+    plus each pod's `eviction_cost`, a negative one counting as 0 (a pod that asks to go
+    first makes the move no cheaper than an empty node)."""
+    return PER_NODE_DISRUPTION_COST + sum(max(0.0, eviction_cost(p)) for p in pods)
+
+
 def lifetime_remaining(claim: NodeClaim, now: datetime) -> float:
     """The share of ``expireAfter`` the node has left (1 when it never expires): a node
     about to expire is cheaper to disrupt."""
@@ -308,7 +332,9 @@ def lifetime_remaining(claim: NodeClaim, now: datetime) -> float:
     return max(0.0, min(1.0, left))
 
 
-def _price(instance_type: InstanceType | None, zone: str, capacity_type: str) -> float | None:
+def node_price(instance_type: InstanceType | None, zone: str, capacity_type: str) -> float | None:
+    """Per hour: the offering of ``instance_type`` in ``zone`` with ``capacity_type`` (the
+    cheapest of that capacity type when the zone has none); None when it is unknown."""
     if instance_type is None:
         return None
     exact = [o.price for o in instance_type.offerings

@@ -8,9 +8,10 @@ pass asks for the next with ``requeue_after``).
 A pass takes a fresh snapshot, finds the candidates (`karpy.disruption.candidates`),
 and tries the methods in order (`karpy.disruption.methods`): emptiness, drift,
 multi-node consolidation, single-node consolidation. Each gets the candidates it takes
-and its budgets, and the first that yields a command wins the pass. Empty-node and
-consolidation commands are then *validated*: a later pass, ``validation_delay`` (15 s,
-Karpenter's) on, recomputes the candidates, budgets and, for
+and its budgets (consolidation also the totals its ``Balanced`` pools score moves
+against, `karpy.disruption.balanced`), and the first that yields a command wins the
+pass. Empty-node and consolidation commands are then *validated*: a later pass,
+``validation_delay`` (15 s, Karpenter's) on, recomputes the candidates, budgets and, for
 consolidation, the simulation on a new snapshot, and abandons the command unless it
 still holds (pods may have arrived, budgets may have closed). No pass sleeps, so a stop
 or a lost lease never waits on a decision, and a pass cancelled during its what-if solves
@@ -40,6 +41,7 @@ from karpy.apis.conditions import ConditionUpdate
 from karpy.apis.disruption import DisruptionReason
 from karpy.apis.labels import ANNOTATION_REPLACEMENTS, LABEL_NODEPOOL
 from karpy.apis.nodeclaim import NodeClaim
+from karpy.disruption.balanced import balanced_pools, pool_totals
 from karpy.disruption.budgets import BudgetVerdict, allowed_by_budgets
 from karpy.disruption.candidates import find_candidates, is_disrupting
 from karpy.disruption.conditions import CONSOLIDATABLE, DRIFTED
@@ -52,6 +54,7 @@ from karpy.disruption.methods.consolidation import (
 )
 from karpy.disruption.methods.method import DisruptionClass
 from karpy.disruption.methods.ordered import methods_in_order
+from karpy.disruption.moves import record_judgements
 from karpy.disruption.orchestration import is_marked
 from karpy.disruption.settling import Settling
 from karpy.disruption.simulation import WhatIf
@@ -220,6 +223,7 @@ class Disruption:
                                               types_by_name=compiled.types_by_name)  # fmt: skip
         self._report_blocked(blocked)
 
+        balanced = balanced_pools(candidates)
         what_if = WhatIf(
             snapshot,
             compiled,
@@ -227,6 +231,7 @@ class Disruption:
             settings=self.settings,
             budget=SIMULATION_BUDGET,
             emptying=emptying_nodes(candidates),
+            pool_totals=pool_totals(snapshot, candidates, compiled.types_by_name, balanced),
         )
         # Graceful methods wait while capacity is arriving (see `Settling`).
         arriving = self.settling.wait_reason(snapshot, nominated)
@@ -253,6 +258,7 @@ class Disruption:
                 continue
             outcome = await self._compute(method, eligible, dict(allowed), what_if)
             self._report_unconsolidatable(outcome, method.refusal_event)
+            record_judgements(outcome.judged, self.recorder, self.metrics)
             if outcome.command is not None:
                 return outcome.command
         return None

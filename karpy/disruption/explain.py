@@ -5,8 +5,8 @@ candidate rules (`karpy.disruption.candidates`), the budgets, and a what-if roun
 scheduler for consolidation, so it cannot disagree with what the controller does (short
 of the cluster changing in between). For each method it says whether it applies and,
 if not, what stops it: a budget with its numbers, a do-not-disrupt pod or PDB by name,
-a nomination, the time left until ``consolidateAfter`` has passed, or that no cheaper
-replacement exists.
+a nomination, the time left until ``consolidateAfter`` has passed, that no cheaper
+replacement exists, or, in a ``Balanced`` pool, the move's score against its threshold.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from karpy.apis.disruption import ConsolidationPolicy, DisruptionReason
+from karpy.apis.disruption import DisruptionReason
 from karpy.apis.labels import LABEL_NODEPOOL
+from karpy.disruption.balanced import Scorer, balanced_pools, pool_totals
 from karpy.disruption.candidates import find_candidates
 from karpy.disruption.conditions import CONSOLIDATABLE, DRIFTED
 from karpy.disruption.controller import budget_verdicts
 from karpy.disruption.methods.command import ConsolidationType
-from karpy.disruption.methods.consolidation import consolidate
+from karpy.disruption.methods.consolidation import UNDERUTILIZED_POLICIES, consolidate
 from karpy.disruption.orchestration import is_marked
 from karpy.disruption.simulation import simulate
 from karpy.lifecycle.conditions import DISRUPTION_REASON, INITIALIZED, is_true
@@ -28,7 +29,7 @@ from karpy.state.cluster import ClusterState
 from karpy.state.watched import CORE_WATCHED
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Mapping, Sequence
 
     from karpy.apis.nodeclaim import NodeClaim
     from karpy.disruption.candidates import Candidate
@@ -123,7 +124,7 @@ def explain_node(
     for reason in DisruptionReason:
         verdict = budget_verdicts(snapshot, reason, now)[pool.name]
         lines.append(f"  budget ({reason}): {verdict.describe()}")
-    lines += _methods(snapshot, compiled, candidate, nominated, settings)
+    lines += _methods(snapshot, compiled, candidate, candidates, nominated, settings)
     return lines
 
 
@@ -157,10 +158,11 @@ def _consolidate_after(candidate: Candidate, now: datetime) -> list[str]:
             "pod event)"]  # fmt: skip
 
 
-def _methods(
+def _methods(  # noqa: PLR0917 - what the explanation is computed from
     snapshot: StateSnapshot,
     compiled: CompiledContext,
     candidate: Candidate,
+    candidates: Sequence[Candidate],
     nominated: Mapping[str, str],
     settings: Settings,
 ) -> list[str]:
@@ -184,13 +186,19 @@ def _methods(
                      "Drifted budget")  # fmt: skip
     else:
         lines.append("  drift: not drifted")
-    if disruption.policy is not ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED:
+    if disruption.policy not in UNDERUTILIZED_POLICIES:
         lines.append(
             f"  consolidation: off (consolidationPolicy {disruption.consolidation_policy})"
         )
         return lines
     if not consolidatable:
         lines.append("  consolidation: not yet (consolidateAfter)")
+        return lines
+    scorer = Scorer(pool_totals(snapshot, candidates, compiled.types_by_name,
+                                balanced_pools([candidate])))  # fmt: skip
+    best = scorer.delete_score(candidate)
+    if best is not None and not best.approved:
+        lines.append(f"  consolidation: no (Balanced: even deleting it would {best.describe()})")
         return lines
 
     def what_if(chosen: Any) -> Any:
@@ -202,12 +210,20 @@ def _methods(
                                consolidation_type=ConsolidationType.SINGLE)  # fmt: skip
     if command is None:
         lines.append(f"  consolidation: no ({why})")
-    elif not command.replacements:
-        lines.append("  consolidation: would delete it (its pods fit on other nodes)")
+        return lines
+    if not command.replacements:
+        move = "delete it (its pods fit on other nodes)"
     else:
         plan = command.replacements[0]
         saves = (candidate.price or 0.0) - plan.offering.price
-        lines.append(f"  consolidation: would replace it with {plan.instance_type.name} "
-                     f"{plan.offering.capacity_type} at ${plan.offering.price:.4f}/h "
-                     f"(saves ${saves:.4f}/h)")  # fmt: skip
+        move = (f"replace it with {plan.instance_type.name} {plan.offering.capacity_type} "
+                f"at ${plan.offering.price:.4f}/h (saves ${saves:.4f}/h)")  # fmt: skip
+    (verdict,) = scorer.judge(command.candidates, command.replacements).pools
+    if verdict.score is None:
+        lines.append(f"  consolidation: would {move}")
+    elif verdict.score.approved:
+        lines.append(f"  consolidation: would {move}; Balanced: {verdict.score.describe()}")
+    else:
+        lines.append(f"  consolidation: no (Balanced: it could {move}, but the move's "
+                     f"{verdict.score.describe()})")  # fmt: skip
     return lines

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import threading
     from collections.abc import Mapping, Sequence
 
+    from karpy.disruption.balanced import PoolTotals
     from karpy.disruption.candidates import Candidate
     from karpy.rounds.contextcache import CompiledContext
     from karpy.scheduling.pods import Pod
@@ -68,11 +69,15 @@ class WhatIf:
         settings: Settings,
         budget: float,
         emptying: Mapping[str, float] | None = None,
+        pool_totals: Mapping[str, PoolTotals] | None = None,
     ) -> None:
         self.snapshot = snapshot
         # Empty candidates emptiness will remove, with their prices: a consolidation
         # must not fill them when they cost more than it saves (`consolidate`).
         self.emptying: Mapping[str, float] = dict(emptying or {})
+        # The Balanced pools' totals on this snapshot, which their moves are scored
+        # against (`karpy.disruption.balanced`).
+        self.pool_totals: Mapping[str, PoolTotals] = dict(pool_totals or {})
         self.compiled = compiled
         self.nominated = nominated
         self.settings = settings

@@ -19,7 +19,7 @@ A pool whose state changes gets a Kubernetes Event too, so ``kubectl describe no
 tells the story. Writes happen only when a condition changes.
 
 A pool that asks for what the API admits but karpy does not do yet (``spec.replicas``, a
-static pool; the ``Balanced`` consolidation policy) gets ``karpy.sh/Implemented`` False
+static pool) gets ``karpy.sh/Implemented`` False
 with reason ``NotImplemented``, saying what karpy does instead, and a Warning Event. The
 condition is karpy's own, outside ``Ready``, and is removed once the pool no longer asks.
 """
@@ -29,7 +29,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.conditions import READY, ConditionTypes, ConditionUpdate, RootExplanation
-from karpy.apis.disruption import ConsolidationPolicy
 from karpy.kube.events import Event, ObjectRef
 from karpy.kube.resources import NODEPOOLS
 from karpy.log import get_logger, obj_ref
@@ -166,9 +165,6 @@ def unimplemented(pool: NodePool) -> list[str]:
     if pool.is_static:
         found.append("spec.replicas (a static NodePool) is not implemented by karpy yet: "
                      "no nodes are provisioned or kept for this pool")  # fmt: skip
-    if pool.spec.disruption.policy is ConsolidationPolicy.BALANCED:
-        found.append("consolidationPolicy Balanced is not implemented by karpy yet: only "
-                     "empty nodes are removed, as with WhenEmpty")  # fmt: skip
     return found
 
 

@@ -30,6 +30,7 @@ _DURATION_BUCKETS: Final = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300,
 )  # fmt: skip
 _TERMINATION_BUCKETS: Final = tuple(float(2**i) for i in range(12))  # 1 s .. 2048 s
+_SCORE_BUCKETS: Final = (0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0)  # Karpenter's
 _LIFETIME_BUCKETS: Final = (
     900, 1800, 3600, 7200, 14400, 28800, 57600, 86400, 172800, 345600, 604800, 1209600,
     2592000,
@@ -252,6 +253,22 @@ class KarpenterMetrics:
             "karpenter_nodepools_nodes_consuming_budgets",
             "A NodePool's nodes being disrupted (or not Ready), which use up its budgets.",
             ["nodepool", "reason"],
+            registry=r,
+        )
+        self.consolidation_score = Histogram(
+            "karpenter_consolidation_score",
+            "Scores of consolidation moves in Balanced NodePools (savings over disruption, "
+            "each a share of the pool; taken at 1/k = 0.5 and above), by decision "
+            "(approved, rejected), NodePool and consolidation policy.",
+            ["decision", "nodepool", "policy"],
+            buckets=_SCORE_BUCKETS,
+            registry=r,
+        )
+        self.consolidation_moves = Counter(
+            "karpenter_consolidation_moves_total",
+            "Consolidation moves judged, by decision (approved, rejected), NodePool and "
+            "consolidation policy; only Balanced pools reject.",
+            ["decision", "nodepool", "policy"],
             registry=r,
         )
         self.nodeclaims_unhealthy_disrupted = Counter(

@@ -195,7 +195,7 @@ def test_while_capacity_arrives_only_eventual_methods_are_asked() -> None:
 
 @pytest.mark.parametrize(
     ("policy", "consolidated"),
-    [("WhenEmptyOrUnderutilized", True), ("WhenEmpty", False), ("Balanced", False)],
+    [("WhenEmptyOrUnderutilized", True), ("WhenEmpty", False), ("Balanced", True)],
 )
 def test_only_pools_that_consolidate_underused_nodes_give_consolidation_candidates(
     policy: str, consolidated: bool

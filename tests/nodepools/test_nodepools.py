@@ -165,13 +165,14 @@ async def test_the_counter_counts_a_pool_at_most_once_per_interval(apiserver):
 async def test_a_pool_asking_for_what_karpy_lacks_says_so_once_and_stops_when_it_no_longer_asks(
     apiserver,
 ):
-    """Balanced and spec.replicas are admitted by the API but not done by karpy yet: the
-    pool says what happens instead (a condition outside Ready, one Warning Event), and the
-    condition goes once the pool asks for nothing karpy lacks."""
+    """spec.replicas is admitted by the API but not done by karpy yet: the pool says what
+    happens instead (a condition outside Ready, one Warning Event), and the condition goes
+    once the pool asks for nothing karpy lacks."""
     apiserver.store.create("ec2nodeclasses.karpenter.k8s.aws", EXAMPLE_NODECLASS)
     mark_ready(apiserver)
-    disruption = {"consolidationPolicy": "Balanced", "consolidateAfter": "0s"}
-    apiserver.store.create("nodepools.karpenter.sh", f.nodepool("tidy", disruption=disruption))
+    static = f.nodepool("tidy")
+    static["spec"]["replicas"] = 2
+    apiserver.store.create("nodepools.karpenter.sh", static)
     async with controller_world(apiserver) as world:
         readiness = readiness_in(world)
         await readiness.reconcile(NodePoolName("tidy"))
@@ -179,17 +180,29 @@ async def test_a_pool_asking_for_what_karpy_lacks_says_so_once_and_stops_when_it
         assert found["karpy.sh/Implemented"] == ("False", "NotImplemented")
         assert found["Ready"] == ("True", "Ready"), "the pool is still used for what karpy does"
         (event,) = await eventually(lambda: world.events("NotImplemented"))
-        assert "Balanced" in event["message"] and "only empty nodes" in event["message"]
+        assert "spec.replicas" in event["message"] and "no nodes" in event["message"]
         await world.settled()
         await readiness.reconcile(NodePoolName("tidy"))
         assert len(world.events("NotImplemented")) == 1, "said once"
 
-        pool = apiserver.store.get("nodepools.karpenter.sh", "tidy")
-        pool["spec"]["disruption"]["consolidationPolicy"] = "WhenEmpty"
-        apiserver.store.update("nodepools.karpenter.sh", pool)
-        await world.settled()
-        await readiness.reconcile(NodePoolName("tidy"))
+
+async def test_a_balanced_pool_loses_the_not_implemented_condition_an_older_karpy_gave_it(
+    apiserver,
+):
+    apiserver.store.create("ec2nodeclasses.karpenter.k8s.aws", EXAMPLE_NODECLASS)
+    mark_ready(apiserver)
+    disruption = {"consolidationPolicy": "Balanced", "consolidateAfter": "0s"}
+    pool = f.nodepool("tidy", disruption=disruption)
+    said = "consolidationPolicy Balanced is not implemented by karpy yet"
+    pool["status"] = {"conditions": [{**f.condition("karpy.sh/Implemented", "False",
+                                                    reason="NotImplemented", message=said),
+                                      "lastTransitionTime": "2025-01-01T00:00:00Z"}]}  # fmt: skip
+    create_with_status(apiserver, "nodepools.karpenter.sh", pool)
+    assert "karpy.sh/Implemented" in conditions(apiserver, "tidy")
+    async with controller_world(apiserver) as world:
+        await readiness_in(world).reconcile(NodePoolName("tidy"))
         assert "karpy.sh/Implemented" not in conditions(apiserver, "tidy")
+        assert world.events("NotImplemented") == []
 
 
 def test_a_static_pool_is_said_to_get_no_nodes_from_karpy():
@@ -198,3 +211,8 @@ def test_a_static_pool_is_said_to_get_no_nodes_from_karpy():
     (said,) = unimplemented(NodePool.from_dict(static))
     assert said.startswith("spec.replicas") and "no nodes are provisioned" in said
     assert unimplemented(NodePool.from_dict(f.nodepool("dynamic"))) == []
+
+
+def test_a_balanced_pool_asks_for_nothing_karpy_lacks():
+    disruption = {"consolidationPolicy": "Balanced", "consolidateAfter": "0s"}
+    assert unimplemented(NodePool.from_dict(f.nodepool("scored", disruption=disruption))) == []

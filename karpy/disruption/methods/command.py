@@ -1,6 +1,8 @@
 """What a disruption method answers with: a `Command` (the nodes to disrupt, why, and
 what replaces them), wrapped in an `Outcome` that also says, per node it looked at and
-could not act on, why not (the controller turns those into Events).
+could not act on, why not (the controller turns those into Events), and the consolidation
+moves it scored (`karpy.disruption.balanced`; the controller counts them and reports the
+ones it approved).
 
 A command is a value: deciding it touches nothing, and the controller validates,
 records and starts it in separate steps.
@@ -15,6 +17,7 @@ import attrs
 
 if TYPE_CHECKING:
     from karpy.apis.disruption import DisruptionReason
+    from karpy.disruption.balanced import Judgement
     from karpy.disruption.candidates import Candidate
     from karpy.scheduling.results import NodeClaimPlan
 
@@ -59,10 +62,12 @@ class Command:
 
 @attrs.frozen(slots=True)
 class Outcome:
-    """A method's answer: a command, or none with the per-node reasons why not."""
+    """A method's answer: a command, or none with the per-node reasons why not, and
+    the moves it judged on the way."""
 
     command: Command | None = None
     unconsolidatable: tuple[tuple[Candidate, str], ...] = ()
+    judged: tuple[Judgement, ...] = ()
 
 
 NOTHING: Final = Outcome()

@@ -20,6 +20,9 @@ why; once the empty node is Consolidatable, emptiness removes it, and the end st
 the cheaper one. Filling an empty node that is cheaper than what the move saves is
 still taken: that end state is cheaper than removing the empty node.
 
+Under the ``Balanced`` policy a move must also be worth what it disrupts
+(`karpy.disruption.balanced`); each method asks the pass's `Scorer` (`scorer_for`).
+
 When consolidation found nothing to do, it is not searched again until pods, nodes,
 NodeClaims, NodePools, PDBs, the instance types and prices, or the budgets change, or 30
 minutes pass (Karpenter looks again every 5 minutes regardless: at 10,000 nodes that
@@ -35,6 +38,7 @@ import attrs
 
 from karpy.apis.disruption import ConsolidationPolicy, DisruptionReason
 from karpy.apis.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, LABEL_CAPACITY_TYPE
+from karpy.disruption.balanced import Scorer, balanced_pools, savings_ratio
 from karpy.disruption.conditions import CONSOLIDATABLE
 from karpy.disruption.methods.command import NOTHING, Command, ConsolidationType, Outcome
 from karpy.disruption.methods.method import DisruptionClass
@@ -54,6 +58,7 @@ __all__ = [
     "CONSOLIDATED_FOR",
     "CONSOLIDATION_INPUTS",
     "MIN_SPOT_TO_SPOT_OPTIONS",
+    "UNDERUTILIZED_POLICIES",
     "Consolidated",
     "ConsolidationMethod",
     "can_consolidate",
@@ -61,6 +66,7 @@ __all__ = [
     "consolidate",
     "consolidation_candidates",
     "emptying_nodes",
+    "scorer_for",
     "should_consolidate",
     "take_budget",
 ]
@@ -89,11 +95,18 @@ def take_budget(budgets: dict[str, int], candidate: Candidate) -> bool:
     return True
 
 
+# The policies under which consolidation takes nodes that are not empty (Balanced then
+# scores each move, `karpy.disruption.balanced`).
+UNDERUTILIZED_POLICIES: Final = frozenset({ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED,
+                                           ConsolidationPolicy.BALANCED})  # fmt: skip
+
+
 def should_consolidate(candidate: Candidate) -> bool:
     """Is ``candidate`` one consolidation may take (budgets aside): its pool consolidates
-    underused nodes, it is Consolidatable, and its price is known?"""
+    underused nodes (``WhenEmptyOrUnderutilized`` or ``Balanced``), it is Consolidatable,
+    and its price is known?"""
     return (
-        candidate.pool.spec.disruption.policy is ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED
+        candidate.pool.spec.disruption.policy in UNDERUTILIZED_POLICIES
         and can_consolidate(candidate)
         and candidate.price is not None
     )
@@ -137,10 +150,15 @@ def consolidation_candidates(
     candidates: Sequence[Candidate], budgets: Mapping[str, int]
 ) -> list[Candidate]:
     """Candidates of pools that consolidate underused nodes, cheapest to disrupt first,
-    as many per pool as its budget allows."""
-    eligible = sorted(
-        (c for c in candidates if should_consolidate(c)), key=lambda c: (c.disruption_cost, c.name)
-    )
+    as many per pool as its budget allows. When a ``Balanced`` pool is among them, they
+    are taken by price per unit of reschedule cost instead, best first (Karpenter's
+    order for every pool since Balanced): the score of a growing multi-node prefix then
+    only falls, which its binary search relies on."""
+    eligible = [c for c in candidates if should_consolidate(c)]
+    if balanced_pools(eligible):
+        eligible.sort(key=lambda c: (-savings_ratio(c), c.name))
+    else:
+        eligible.sort(key=lambda c: (c.disruption_cost, c.name))
     left = dict(budgets)
     return [c for c in eligible if take_budget(left, c)]
 
@@ -270,6 +288,11 @@ def cheaper_replacement(
     )
     return attrs.evolve(plan, options=mask, requirements=requirements,
                         instance_type=cheapest, offering=offering), ""  # fmt: skip
+
+
+def scorer_for(what_if: WhatIf) -> Scorer:
+    """The Balanced judge of this pass: the pool totals the controller found for it."""
+    return Scorer(what_if.pool_totals)
 
 
 class ConsolidationMethod(abc.ABC):

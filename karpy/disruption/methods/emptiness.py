@@ -1,7 +1,7 @@
 """Emptiness, the first method (Karpenter's ``emptiness.go``): empty, Consolidatable
-candidates of pools that consolidate at all (``WhenEmpty`` and
-``WhenEmptyOrUnderutilized``), as many as each pool's ``Empty`` budget allows, deleted
-together.
+candidates of pools that consolidate at all (``WhenEmpty``,
+``WhenEmptyOrUnderutilized`` and ``Balanced``; an empty node is never scored), as many as
+each pool's ``Empty`` budget allows, deleted together.
 
 Emptiness is computed from the pods on each node every pass (a candidate is empty when
 none of its pods would need a new home), so an empty node is never stranded by a missed

@@ -6,6 +6,12 @@ A candidate that fails a cheap necessary condition (`karpy.disruption.prefilter`
 refused without a what-if, and the search stops after ``SINGLE_NODE_TIMEOUT`` seconds.
 Every candidate it could not act on is reported (``Unconsolidatable``, with why); when
 none could be, consolidation is marked as having found nothing on these inputs.
+
+A candidate of a ``Balanced`` pool is not tried when even deleting it would score below
+the threshold, and its move is passed over when it scores below it
+(`karpy.disruption.balanced`). Neither is an ``Unconsolidatable`` Event: under Balanced
+most moves are refused, and Events for them would bury the rest (Karpenter counts them
+in ``karpenter_consolidation_moves_total`` only; ``karpy explain node`` says why).
 """
 
 from __future__ import annotations
@@ -14,11 +20,12 @@ import time
 from typing import TYPE_CHECKING, Final
 
 from karpy.disruption.methods.command import ConsolidationType, Outcome
-from karpy.disruption.methods.consolidation import ConsolidationMethod, consolidate
+from karpy.disruption.methods.consolidation import ConsolidationMethod, consolidate, scorer_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+    from karpy.disruption.balanced import Judgement, Scorer
     from karpy.disruption.candidates import Candidate
     from karpy.disruption.simulation import Simulation, WhatIf
 
@@ -35,15 +42,20 @@ def single_node_command(
     out_of_time: Callable[[], bool] = lambda: False,
     why_not: Callable[[Candidate], str] = lambda _: "",
     emptying: Mapping[str, float] | None = None,
+    scorer: Scorer | None = None,
 ) -> Outcome:
-    """The first candidate that can be deleted or replaced by a cheaper node.
+    """The first candidate that can be deleted or replaced by a cheaper node (and, in a
+    Balanced pool, is worth it to ``scorer``).
 
     ``why_not`` is a cheap necessary condition (`karpy.disruption.prefilter`): a
     candidate it refuses is refused with its reason, without a what-if."""
     refused: list[tuple[Candidate, str]] = []
+    judged: list[Judgement] = []
     for candidate in chosen:
         if out_of_time():
             break
+        if scorer is not None and not scorer.worth_trying(candidate):
+            continue
         hopeless = why_not(candidate)
         if hopeless:
             refused.append((candidate, hopeless))
@@ -51,10 +63,16 @@ def single_node_command(
         command, why = consolidate([candidate], simulate, spot_to_spot=spot_to_spot,
                                    consolidation_type=ConsolidationType.SINGLE,
                                    emptying=emptying)  # fmt: skip
-        if command is not None:
-            return Outcome(command, tuple(refused))
-        refused.append((candidate, why))
-    return Outcome(None, tuple(refused))
+        if command is None:
+            refused.append((candidate, why))
+            continue
+        if scorer is not None:
+            judgement = scorer.judge(command.candidates, command.replacements)
+            judged.append(judgement)
+            if not judgement.approved:
+                continue
+        return Outcome(command, tuple(refused), tuple(judged))
+    return Outcome(None, tuple(refused), tuple(judged))
 
 
 class SingleNodeConsolidation(ConsolidationMethod):
@@ -70,7 +88,7 @@ class SingleNodeConsolidation(ConsolidationMethod):
             chosen, what_if, spot_to_spot=spot_to_spot,
             out_of_time=lambda: time.monotonic() > deadline,
             why_not=lambda c: what_if.why_not(c, spot_to_spot=spot_to_spot),
-            emptying=what_if.emptying,
+            emptying=what_if.emptying, scorer=scorer_for(what_if),
         )  # fmt: skip
         if outcome.command is None:
             self.consolidated.mark_consolidated(what_if, budgets)
