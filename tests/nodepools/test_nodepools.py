@@ -192,9 +192,13 @@ async def test_a_pool_asking_for_what_karpy_lacks_says_so_once_and_stops_when_it
         assert "karpy.sh/Implemented" not in conditions(apiserver, "tidy")
 
 
-def test_a_static_pool_is_said_to_get_no_nodes_from_karpy():
-    static = f.nodepool("fixed")
-    static["spec"]["replicas"] = 3
-    (said,) = unimplemented(NodePool.from_dict(static))
-    assert said.startswith("spec.replicas") and "no nodes are provisioned" in said
+def test_a_static_pool_is_said_to_be_ignored_while_the_gate_is_off():
+    static = NodePool.from_dict(f.nodepool("fixed", replicas=3))
+    (said,) = unimplemented(static)
+    assert said.startswith("spec.replicas") and "the StaticCapacity gate is off" in said
     assert unimplemented(NodePool.from_dict(f.nodepool("dynamic"))) == []
+
+
+def test_a_static_pool_is_implemented_with_the_gate_on():
+    static = NodePool.from_dict(f.nodepool("fixed", replicas=3))
+    assert unimplemented(static, static_capacity=True) == []
