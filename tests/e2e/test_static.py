@@ -56,3 +56,25 @@ def test_a_static_pool_scales_up_and_down_with_its_scale_subresource(tmp_path: P
             return "" if nodes == 1 else f"status.nodes is {nodes}"
 
         eventually_fine(counted, within=30)
+
+
+def test_a_drifted_static_pool_is_replaced_node_by_node(tmp_path: Path) -> None:
+    pool = static_pool(2)
+    pool["spec"]["disruption"] = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s",
+                                  "budgets": [{"nodes": "1"}]}  # fmt: skip
+    with running_karpy(tmp_path, nodepool=pool, FEATURE_GATES="StaticCapacity=true") as run:
+        api = run.api
+        eventually_fine(exactly(api, 2), within=60)
+        before = {c["metadata"]["name"] for c in api.list("nodeclaims")}
+        relabel = {"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}
+        api.patch("nodepools", "default", relabel)
+
+        def replaced() -> str:
+            names = {c["metadata"]["name"] for c in api.list("nodeclaims")}
+            blue = [n for n in api.list("nodes")
+                    if n["metadata"]["labels"].get("team") == "blue"]  # fmt: skip
+            if names & before or len(blue) < 2:
+                return f"{len(names & before)} old nodeclaims left, {len(blue)} relabelled nodes"
+            return exactly(api, 2)()
+
+        eventually_fine(replaced, within=120)
