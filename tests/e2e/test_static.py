@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -31,7 +31,7 @@ def ready_nodes(api: Api) -> list[str]:
                   if ready(n) and not n["metadata"].get("deletionTimestamp"))  # fmt: skip
 
 
-def exactly(api: Api, count: int) -> Any:
+def exactly(api: Api, count: int) -> Callable[[], str]:
     def check() -> str:
         nodes, claims = ready_nodes(api), api.list("nodeclaims")
         if len(nodes) == count and len(claims) == count:
