@@ -71,7 +71,7 @@ from karpy.lifecycle.conditions import (
 from karpy.log import describe_error, get_logger, obj_ref
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.rounds.cancellable import solve_in_thread
-from karpy.rounds.nodeclaims import nodeclaim_for, random_suffix
+from karpy.rounds.nodeclaims import nodeclaim_for, random_suffix, template_nodeclaim_for
 from karpy.state import kinds
 
 if TYPE_CHECKING:
@@ -367,7 +367,9 @@ class Disruption:
 
     async def _start(self, command: Command, compiled: CompiledContext) -> None:
         snapshot = self.state.snapshot()
-        names = [f"{plan.nodepool}-{random_suffix()}" for plan in command.replacements]
+        from_plans = [f"{plan.nodepool}-{random_suffix()}" for plan in command.replacements]
+        from_templates = [f"{pool}-{random_suffix()}" for pool in command.template_replacements]
+        names = from_plans + from_templates
         now = self.clock.now()
         reason = str(command.reason)
         log.info("disrupting via " + (str(command.consolidation_type) or "drift"),
@@ -400,8 +402,10 @@ class Disruption:
             marked.append((candidate, written))
         if not marked:
             return
-        for name, plan in zip(names, command.replacements, strict=True):
+        for name, plan in zip(from_plans, command.replacements, strict=True):
             await self._create_replacement(name, plan, snapshot, compiled, reason)
+        for name, pool in zip(from_templates, command.template_replacements, strict=True):
+            await self._create_template_replacement(name, pool, snapshot, compiled, reason)
         if self.metrics is not None:
             self.metrics.disruption_decisions.labels(
                 str(command.decision), reason, str(command.consolidation_type)
@@ -444,6 +448,30 @@ class Disruption:
         if self.metrics is not None:
             relaxed = "true" if plan.min_values_relaxed else "false"
             self.metrics.nodeclaims_created.labels(reason.lower(), plan.nodepool, relaxed).inc()
+
+    async def _create_template_replacement(
+        self, name: str, pool: str, snapshot: StateSnapshot, compiled: CompiledContext,
+        reason: str,
+    ) -> None:  # fmt: skip
+        """A static pool's replacement: its template's NodeClaim (`StaticDrift`)."""
+        nodepool = snapshot.nodepools.get(pool)
+        if nodepool is None:
+            return
+        body = template_nodeclaim_for(nodepool, name=name,
+                                      well_known=compiled.context.well_known_labels)  # fmt: skip
+        try:
+            with priority(10):
+                await self.client.create(NODECLAIMS, body)
+        except AlreadyExists:
+            return
+        except KubeError as exc:
+            log.error("could not create replacement nodeclaim", **obj_ref("NodeClaim", name),
+                      error=describe_error(exc))  # fmt: skip
+            return
+        log.info("created replacement nodeclaim", **obj_ref("NodeClaim", name),
+                 **obj_ref("NodePool", pool), reason=reason)  # fmt: skip
+        if self.metrics is not None:
+            self.metrics.nodeclaims_created.labels(reason.lower(), pool, "false").inc()
 
     # --- events ----------------------------------------------------------------------------
 

@@ -18,8 +18,8 @@ turns "my pods stay pending" into a reason on the object a user looks at:
 A pool whose state changes gets a Kubernetes Event too, so ``kubectl describe nodepool``
 tells the story. Writes happen only when a condition changes.
 
-A pool that asks for what the API admits but karpy does not do yet (``spec.replicas``, a
-static pool) gets ``karpy.sh/Implemented`` False
+A pool that asks for what the API admits but karpy does not do (a static pool's
+``spec.replicas`` while the ``StaticCapacity`` gate is off) gets ``karpy.sh/Implemented`` False
 with reason ``NotImplemented``, saying what karpy does instead, and a Warning Event. The
 condition is karpy's own, outside ``Ready``, and is removed once the pool no longer asks.
 """
@@ -71,9 +71,10 @@ class NodePoolReadiness:
 
     def __init__(
         self, state: ClusterState, client: KubeClient, recorder: EventRecorder, *,
-        node_classes: Sequence[NodeClassKind[Any]], clock: Clock,
+        node_classes: Sequence[NodeClassKind[Any]], clock: Clock, static_capacity: bool = False,
     ) -> None:  # fmt: skip
         self.state = state
+        self.static_capacity = static_capacity
         self.client = client
         self.recorder = recorder
         self.node_classes = tuple(node_classes)
@@ -130,7 +131,7 @@ class NodePoolReadiness:
                                   "; ".join(e.render() for e in errors)))  # fmt: skip
         before = NODEPOOL_CONDITIONS.of(pool.status.conditions, generation=pool.metadata.generation)
         after = before.apply(self.node_class_ready(pool, snapshot), valid, now=self.clock.now())
-        missing = unimplemented(pool)
+        missing = unimplemented(pool, static_capacity=self.static_capacity)
         if missing:
             message = "; ".join(missing)
             after = after.apply(ConditionUpdate.false(IMPLEMENTED, NOT_IMPLEMENTED, message),
@@ -159,12 +160,13 @@ class NodePoolReadiness:
         return DONE
 
 
-def unimplemented(pool: NodePool) -> list[str]:
-    """What ``pool`` asks for that karpy does not do yet, each with what it does instead."""
+def unimplemented(pool: NodePool, *, static_capacity: bool = False) -> list[str]:
+    """What ``pool`` asks for that karpy does not do (yet, or with the gates it runs
+    with), each with what it does instead. ``static_capacity``: the StaticCapacity gate."""
     found = []
-    if pool.is_static:
-        found.append("spec.replicas (a static NodePool) is not implemented by karpy yet: "
-                     "no nodes are provisioned or kept for this pool")  # fmt: skip
+    if pool.is_static and not static_capacity:
+        found.append("spec.replicas (a static NodePool) is ignored: the StaticCapacity gate "
+                     "is off, so no nodes are provisioned or kept for this pool")  # fmt: skip
     return found
 
 

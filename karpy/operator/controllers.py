@@ -23,6 +23,7 @@ nodeclaim.expiration     `Expiration`                               4       5 mi
 disruption               `Disruption` (one pass at a time)          1       10 s
 disruption.queue         `DisruptionQueue`                          4       30 s
 node.health              `NodeRepair` (gate NodeRepair)             4       1 min
+static.capacity          `StaticCapacity` (gate StaticCapacity)     4       1 min
 =======================  =========================================  ======  =======
 
 plus the cloud provider's own controllers (`CloudProvider.controllers`).
@@ -33,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Final, TypeVar
 
+from karpy.apis.labels import CORE_WELL_KNOWN_LABELS
 from karpy.disruption.conditions import NodeClaimDisruptionConditions
 from karpy.disruption.controller import POLL as DISRUPTION_POLL
 from karpy.disruption.controller import Disruption
@@ -51,6 +53,7 @@ from karpy.nodepools.readiness import NodePoolReadiness
 from karpy.provisioning.provisioner import Provisioner
 from karpy.reconcile import UNIT, BatchingSource, Controller, Singleton
 from karpy.rounds.contextcache import context_cache
+from karpy.static.controller import StaticCapacity
 
 if TYPE_CHECKING:
     from karpy.base.clock import Clock
@@ -122,7 +125,9 @@ def build_controllers(
                    base_delay=1.0, max_delay=60.0),  # Karpenter's launch backoff: 1 s .. 1 min
         controller(Singleton(GarbageCollection(lifecycle)), resync=GC_PERIOD),
         controller(NodePoolReadiness(state, client, recorder, node_classes=provider.node_classes,
-                                     clock=clock), workers=4, resync=SLOW_RESYNC),
+                                     clock=clock,
+                                     static_capacity=settings.feature_gates.static_capacity),
+                   workers=4, resync=SLOW_RESYNC),
         controller(NodePoolCounter(state, client, clock=clock), workers=4, resync=60.0),
         controller(NodePoolHash(state, client), resync=SLOW_RESYNC),
         controller(LeaseGarbageCollection(state, client, grace=timings.lease_gc_grace,
@@ -137,6 +142,11 @@ def build_controllers(
         controller(DisruptionQueue(state, client, recorder, clock=clock, metrics=karpenter),
                    workers=4, resync=30.0),
     ]  # fmt: skip
+    if settings.feature_gates.static_capacity:
+        well_known = CORE_WELL_KNOWN_LABELS | provider.well_known_labels
+        components.append(controller(
+            StaticCapacity(state, client, well_known_labels=well_known, clock=clock,
+                           metrics=karpenter), workers=4, resync=60.0))  # fmt: skip
     if settings.feature_gates.node_repair:
         components.append(controller(
             NodeRepair(state, client, recorder, provider.repair_policies(), clock=clock,

@@ -21,6 +21,7 @@ from karpy.disruption.methods.method import DisruptionClass, Method
 from karpy.disruption.methods.multinode import MultiNodeConsolidation
 from karpy.disruption.methods.ordered import methods_in_order
 from karpy.disruption.methods.singlenode import SingleNodeConsolidation
+from karpy.disruption.methods.staticdrift import StaticDrift
 from karpy.disruption.simulation import WhatIf
 from karpy.settings import Settings
 from tests.disruption.deciders import Contexts, Recorder
@@ -129,12 +130,14 @@ def test_the_methods_come_in_karpenters_order() -> None:
     methods = methods_in_order(clock=FakeClock(NOW), spot_to_spot=False)
     assert [type(m) for m in methods] == [
         Emptiness,
+        StaticDrift,
         Drift,
         MultiNodeConsolidation,
         SingleNodeConsolidation,
     ]
     assert [m.disruption_class for m in methods] == [
         DisruptionClass.GRACEFUL,
+        DisruptionClass.EVENTUAL,
         DisruptionClass.EVENTUAL,
         DisruptionClass.GRACEFUL,
         DisruptionClass.GRACEFUL,

@@ -87,6 +87,7 @@ def nodepool(
     disruption: Mapping[str, Any] | None = None,
     ready: bool | None = None,
     conditions: Sequence[Obj] = (),
+    replicas: int | None = None,
 ) -> Obj:
     """A ``karpenter.sh/v1`` NodePool, with the defaults the API server would fill in.
 
@@ -125,6 +126,8 @@ def nodepool(
         spec["limits"] = _quantities(limits)
     if weight is not None:
         spec["weight"] = weight
+    if replicas is not None:
+        spec["replicas"] = replicas  # a static pool
     result: Obj = {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",

@@ -165,9 +165,8 @@ async def test_the_counter_counts_a_pool_at_most_once_per_interval(apiserver):
 async def test_a_pool_asking_for_what_karpy_lacks_says_so_once_and_stops_when_it_no_longer_asks(
     apiserver,
 ):
-    """spec.replicas is admitted by the API but not done by karpy yet: the pool says what
-    happens instead (a condition outside Ready, one Warning Event), and the condition goes
-    once the pool asks for nothing karpy lacks."""
+    """spec.replicas is admitted by the API but ignored with the StaticCapacity gate off:
+    the pool says what happens instead (a condition outside Ready, one Warning Event)."""
     apiserver.store.create("ec2nodeclasses.karpenter.k8s.aws", EXAMPLE_NODECLASS)
     mark_ready(apiserver)
     static = f.nodepool("tidy")
@@ -205,14 +204,18 @@ async def test_a_balanced_pool_loses_the_not_implemented_condition_an_older_karp
         assert world.events("NotImplemented") == []
 
 
-def test_a_static_pool_is_said_to_get_no_nodes_from_karpy():
-    static = f.nodepool("fixed")
-    static["spec"]["replicas"] = 3
-    (said,) = unimplemented(NodePool.from_dict(static))
-    assert said.startswith("spec.replicas") and "no nodes are provisioned" in said
+def test_a_static_pool_is_said_to_be_ignored_while_the_gate_is_off():
+    static = NodePool.from_dict(f.nodepool("fixed", replicas=3))
+    (said,) = unimplemented(static)
+    assert said.startswith("spec.replicas") and "the StaticCapacity gate is off" in said
     assert unimplemented(NodePool.from_dict(f.nodepool("dynamic"))) == []
 
 
 def test_a_balanced_pool_asks_for_nothing_karpy_lacks():
     disruption = {"consolidationPolicy": "Balanced", "consolidateAfter": "0s"}
     assert unimplemented(NodePool.from_dict(f.nodepool("scored", disruption=disruption))) == []
+
+
+def test_a_static_pool_is_implemented_with_the_gate_on():
+    static = NodePool.from_dict(f.nodepool("fixed", replicas=3))
+    assert unimplemented(static, static_capacity=True) == []

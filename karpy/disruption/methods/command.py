@@ -44,10 +44,14 @@ class Command:
     consolidation_type: ConsolidationType
     candidates: tuple[Candidate, ...]
     replacements: tuple[NodeClaimPlan, ...] = ()
+    # NodePools whose template alone makes one replacement each (a static pool's drifted
+    # node): no scheduling decision, the cloud provider picks the instance type.
+    template_replacements: tuple[str, ...] = ()
 
     @property
     def decision(self) -> Decision:
-        return Decision.REPLACE if self.replacements else Decision.DELETE
+        replaces = self.replacements or self.template_replacements
+        return Decision.REPLACE if replaces else Decision.DELETE
 
     def describe(self) -> str:
         names = ", ".join(c.name for c in self.candidates[:5])
@@ -57,6 +61,10 @@ class Command:
         if self.replacements:
             types = ", ".join(sorted({r.instance_type.name for r in self.replacements}))
             what += f" with {len(self.replacements)} new node(s) ({types})"
+        if self.template_replacements:
+            pools = ", ".join(sorted(set(self.template_replacements)))
+            what += (f" with {len(self.template_replacements)} new node(s) from the "
+                     f"template of NodePool {pools}")  # fmt: skip
         return f"{what}: {self.reason}"
 
 

@@ -80,7 +80,10 @@ CONSOLIDATION_INPUTS: Final = (kinds.POD, kinds.NODE, kinds.NODECLAIM, kinds.NOD
 
 
 def can_consolidate(candidate: Candidate) -> bool:
-    """Does its pool consolidate at all, and has the node been quiet long enough?"""
+    """Does its pool consolidate at all, and has the node been quiet long enough? A
+    static pool's nodes never are: the pool keeps ``replicas`` nodes, empty or not."""
+    if candidate.pool.is_static:
+        return False
     return candidate.pool.spec.disruption.consolidate_after is not None and is_true(
         candidate.claim, CONSOLIDATABLE
     )

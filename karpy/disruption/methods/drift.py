@@ -35,7 +35,7 @@ def drift_command(
 ) -> Outcome:
     """The first Drifted candidate (see the module docstring) whose pool's budget allows
     one more disruption and whose pods would find a place, with its replacements."""
-    drifted = [c for c in candidates if is_true(c.claim, DRIFTED)]
+    drifted = [c for c in candidates if is_true(c.claim, DRIFTED) and not c.pool.is_static]
 
     def since(c: Candidate) -> tuple[bool, str, str]:
         condition = c.claim.status.condition(DRIFTED)
@@ -65,7 +65,8 @@ class Drift:
     refusal_event = "DisruptionBlocked"
 
     def should_disrupt(self, candidate: Candidate) -> bool:
-        return is_true(candidate.claim, DRIFTED)
+        # A static pool's drifted nodes are replaced one for one (`StaticDrift`).
+        return is_true(candidate.claim, DRIFTED) and not candidate.pool.is_static
 
     def should_run(self, what_if: WhatIf, budgets: Mapping[str, int]) -> bool:
         return True

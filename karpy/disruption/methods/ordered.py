@@ -1,5 +1,6 @@
 """The methods in the order a disruption pass tries them (Karpenter's ``NewMethods``):
 the cheapest and least disruptive answers first. Emptiness deletes without a what-if;
+static drift (a static pool's drifted node, replaced one for one) needs none either;
 drift comes before consolidation because a drifted node must go whatever it costs;
 multi-node consolidation before single-node because removing several nodes at once saves
 more than removing them one by one, and its binary search runs few what-ifs."""
@@ -13,6 +14,7 @@ from karpy.disruption.methods.drift import Drift
 from karpy.disruption.methods.emptiness import Emptiness
 from karpy.disruption.methods.multinode import MultiNodeConsolidation
 from karpy.disruption.methods.singlenode import SingleNodeConsolidation
+from karpy.disruption.methods.staticdrift import StaticDrift
 
 if TYPE_CHECKING:
     from karpy.base.clock import Clock
@@ -27,6 +29,7 @@ def methods_in_order(*, clock: Clock, spot_to_spot: bool) -> tuple[Method, ...]:
     consolidated = Consolidated(clock)
     return (
         Emptiness(),
+        StaticDrift(),
         Drift(),
         MultiNodeConsolidation(consolidated, spot_to_spot=spot_to_spot),
         SingleNodeConsolidation(consolidated, spot_to_spot=spot_to_spot),

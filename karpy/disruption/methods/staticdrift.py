@@ -1,0 +1,78 @@
+"""Static drift (Karpenter's ``staticdrift.go``): a drifted node of a static NodePool
+(``spec.replicas``) is replaced one for one by a NodeClaim made from the pool's template,
+then deleted, within the pool's ``Drifted`` budget.
+
+Static pools are not scheduled into, so there is no what-if: whatever ran on the old
+node goes where kube-scheduler puts it. The replacement is made before the old node is
+drained, so for a while the pool has one node more than ``replicas``; that is why a pool
+still scaling down is left alone (the extra node would be deleted as surplus), and why a
+replacement must fit under ``limits.nodes`` counting every NodeClaim the pool has
+(`karpy.disruption.staticpools`). One node is started per pass, oldest drift first; the
+controller runs the next pass a second later.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from karpy.apis.disruption import DisruptionReason
+from karpy.disruption.conditions import DRIFTED
+from karpy.disruption.methods.command import NOTHING, Command, ConsolidationType, Outcome
+from karpy.disruption.methods.method import DisruptionClass
+from karpy.disruption.staticpools import node_limit, static_count
+from karpy.lifecycle.conditions import is_true
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from karpy.disruption.candidates import Candidate
+    from karpy.disruption.simulation import WhatIf
+    from karpy.state.snapshot import StateSnapshot
+
+__all__ = ["StaticDrift", "static_drift_command"]
+
+
+def static_drift_command(
+    candidates: Sequence[Candidate], budgets: dict[str, int], snapshot: StateSnapshot
+) -> Outcome:
+    """The first drifted static candidate (oldest drift first) whose pool's budget,
+    replica count and node limit allow a replacement now."""
+
+    def since(c: Candidate) -> tuple[str, str]:
+        condition = c.claim.status.condition(DRIFTED)
+        stamp = condition.last_transition_time if condition is not None else None
+        return (stamp.isoformat() if stamp else "", c.name)
+
+    for candidate in sorted(candidates, key=since):
+        pool = candidate.pool
+        if budgets.get(pool.name, 0) <= 0 or pool.spec.replicas is None:
+            continue
+        count = static_count(snapshot, pool.name)
+        if count.running + count.disrupting > pool.spec.replicas:
+            continue  # still scaling down: the surplus goes first
+        limit = node_limit(pool)
+        if limit is not None and count.total + 1 > limit:
+            continue
+        command = Command(DisruptionReason.DRIFTED, ConsolidationType.DRIFT, (candidate,),
+                          template_replacements=(pool.name,))  # fmt: skip
+        return Outcome(command)
+    return NOTHING
+
+
+class StaticDrift:
+    reason = DisruptionReason.DRIFTED
+    consolidation_type = ConsolidationType.DRIFT
+    disruption_class = DisruptionClass.EVENTUAL
+    simulates = False
+    refusal_event = "DisruptionBlocked"
+
+    def should_disrupt(self, candidate: Candidate) -> bool:
+        return candidate.pool.is_static and is_true(candidate.claim, DRIFTED)
+
+    def should_run(self, what_if: WhatIf, budgets: Mapping[str, int]) -> bool:
+        return True
+
+    def compute_command(
+        self, candidates: Sequence[Candidate], budgets: dict[str, int], what_if: WhatIf
+    ) -> Outcome:
+        return static_drift_command(candidates, budgets, what_if.snapshot)
