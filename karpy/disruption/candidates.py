@@ -81,10 +81,13 @@ class Candidate:
     pods: tuple[PodInfo, ...]
     reschedulable: tuple[Pod, ...]
     disruption_cost: float
+    # The last provisioning round kept CapacityBuffer room here (`karpy.rounds.buffers`):
+    # then the node is not empty, whatever its pods.
+    holds_buffer: bool = False
 
     @property
     def empty(self) -> bool:
-        return not self.reschedulable
+        return not self.reschedulable and not self.holds_buffer
 
     @property
     def nodepool(self) -> str:

@@ -31,8 +31,6 @@ def inert_settings(settings: Settings) -> dict[str, str]:
         found["FEATURE_GATES StaticCapacity=true"] = (
             "NodePools with spec.replicas are not provisioned"
         )
-    if gates.capacity_buffer:
-        found["FEATURE_GATES CapacityBuffer=true"] = "CapacityBuffers are not read"
     if settings.aws_feature_gates.node_class_cel:
         found["AWS_FEATURE_GATES NodeClassCEL=true"] = (
             "CEL expressions in node classes are not evaluated"

@@ -13,6 +13,7 @@ import attrs
 from karpy.disruption.controller import Disruption
 from karpy.disruption.explain import state_from_objects
 from karpy.kube.events import Event
+from karpy.rounds.buffers import BufferPods
 from karpy.rounds.contextcache import CompiledContext
 from karpy.settings import Settings
 from karpy.state.snapshot import StateSnapshot
@@ -53,6 +54,7 @@ class Decider:
 def decider(
     objects: list[dict[str, Any]],
     nominations: Callable[[StateSnapshot], Mapping[str, str]] = lambda _: {},
+    buffers: BufferPods | None = None,
 ) -> Decider:
     world = World(objects)
     state = state_from_objects(objects)
@@ -61,5 +63,6 @@ def decider(
     recorder, clock = Recorder(), FakeClock(NOW)
     disruption = Disruption(state, None, recorder, Settings(),  # type: ignore[arg-type]
                             contexts=Contexts(world.compiled),  # type: ignore[arg-type]
-                            nominations=nominations, clock=clock)  # fmt: skip
+                            nominations=nominations, clock=clock,
+                            buffers=buffers)  # fmt: skip
     return Decider(disruption, recorder, clock)
