@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from karpy.apis.capacitybuffer_schema import CAPACITYBUFFER
 from karpy.apis.ec2nodeclass_schema import EC2NODECLASS
 from karpy.apis.nodeclaim_schema import NODECLAIM
 from karpy.apis.nodeoverlay_schema import NODEOVERLAY
@@ -29,7 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = ["CHART_OUT", "CUSTOM_RESOURCES", "DEFAULT_OUT", "main", "render", "render_all"]
 
-CUSTOM_RESOURCES: tuple[CustomResource, ...] = (NODEPOOL, NODECLAIM, NODEOVERLAY, EC2NODECLASS)
+# CapacityBuffer is the cluster-autoscaler's kind; Karpenter's chart ships its CRD too.
+CUSTOM_RESOURCES: tuple[CustomResource, ...] = (
+    NODEPOOL, NODECLAIM, NODEOVERLAY, EC2NODECLASS, CAPACITYBUFFER,
+)  # fmt: skip
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 CHART_OUT = Path(__file__).resolve().parents[2] / "deploy" / "charts" / "karpy" / "crds"
 

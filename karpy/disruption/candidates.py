@@ -97,10 +97,13 @@ class Candidate:
     reschedulable: tuple[Pod, ...]
     disruption_cost: float  # lifetime-scaled: the order consolidation tries candidates in
     reschedule_cost: float  # unscaled, from 1: what Balanced weighs savings against
+    # The last provisioning round kept CapacityBuffer room here (`karpy.rounds.buffers`):
+    # then the node is not empty, whatever its pods.
+    holds_buffer: bool = False
 
     @property
     def empty(self) -> bool:
-        return not self.reschedulable
+        return not self.reschedulable and not self.holds_buffer
 
     @property
     def nodepool(self) -> str:

@@ -37,6 +37,8 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
+
 from karpy.apis.conditions import ConditionUpdate
 from karpy.apis.disruption import DisruptionReason
 from karpy.apis.labels import ANNOTATION_REPLACEMENTS, LABEL_NODEPOOL
@@ -84,7 +86,9 @@ if TYPE_CHECKING:
     from karpy.kube.client import KubeClient
     from karpy.kube.events import EventRecorder
     from karpy.observability.karpenter_metrics import KarpenterMetrics
+    from karpy.rounds.buffers import BufferPods
     from karpy.rounds.contextcache import CompiledContext, ContextCache
+    from karpy.scheduling.pods import Pod
     from karpy.scheduling.results import NodeClaimPlan
     from karpy.settings import Settings
     from karpy.state.cluster import ClusterState, StateChange
@@ -121,8 +125,12 @@ class Disruption:
         metrics: KarpenterMetrics | None = None,
         validation_delay: float = VALIDATION_DELAY,
         methods: Sequence[Method] | None = None,
+        buffers: BufferPods | None = None,
     ) -> None:
+        """``buffers``: the CapacityBuffer placeholders (with the gate on), which every
+        what-if schedules and whose room is no empty node."""
         self.state = state
+        self.buffers = buffers
         self.client = client
         self.recorder = recorder
         self.settings = settings
@@ -180,8 +188,9 @@ class Disruption:
         snapshot = self.state.snapshot()
         compiled = await self.contexts.get(snapshot)
         nominated = self.nominations(snapshot)
+        hosting = self.buffers.hosting if self.buffers is not None else frozenset()
         inputs = (*(snapshot.of(kind) for kind in CONSOLIDATION_INPUTS), compiled,
-                  frozenset(nominated.values()))  # fmt: skip
+                  frozenset(nominated.values()), self._placeholders(), hosting)  # fmt: skip
         if self._unchanged_since_quiet(inputs):
             self._quiet_at = self.clock.monotonic()
             return DONE
@@ -221,6 +230,7 @@ class Disruption:
         targets = set(nominated.values())
         candidates, blocked = find_candidates(snapshot, now=now, nominated=targets,
                                               types_by_name=compiled.types_by_name)  # fmt: skip
+        candidates = self._buffer_room(candidates)
         self._report_blocked(blocked)
 
         balanced = balanced_pools(candidates)
@@ -232,6 +242,7 @@ class Disruption:
             budget=SIMULATION_BUDGET,
             emptying=emptying_nodes(candidates),
             pool_totals=pool_totals(snapshot, candidates, compiled.types_by_name, balanced),
+            virtual=self._placeholders(),
         )
         # Graceful methods wait while capacity is arriving (see `Settling`).
         arriving = self.settling.wait_reason(snapshot, nominated)
@@ -308,6 +319,20 @@ class Disruption:
                 )
         return verdicts
 
+    # --- CapacityBuffers -------------------------------------------------------------------
+
+    def _placeholders(self) -> tuple[Pod, ...]:
+        return self.buffers.pods() if self.buffers is not None else ()
+
+    def _buffer_room(self, candidates: list[Candidate]) -> list[Candidate]:
+        """``candidates``, those the last provisioning round kept buffer room on marked
+        (so emptiness leaves them: Karpenter's ``HasBufferPods``)."""
+        hosting = self.buffers.hosting if self.buffers is not None else frozenset()
+        if not hosting:
+            return candidates
+        return [attrs.evolve(c, holds_buffer=True) if c.name in hosting else c
+                for c in candidates]  # fmt: skip
+
     # --- validation ----------------------------------------------------------------------------
 
     async def _validate(self, command: Command) -> Command | None:
@@ -318,6 +343,7 @@ class Disruption:
         nominated = self.nominations(snapshot)
         fresh, _ = find_candidates(snapshot, now=now, nominated=set(nominated.values()),
                                    types_by_name=compiled.types_by_name)  # fmt: skip
+        fresh = self._buffer_room(fresh)
         by_name = {c.name: c for c in fresh}
         chosen = [by_name.get(c.name) for c in command.candidates]
         budgets = self._budgets(snapshot, command.reason, now)
@@ -341,6 +367,7 @@ class Disruption:
                 settings=self.settings,
                 budget=SIMULATION_BUDGET,
                 emptying=emptying_nodes(fresh),
+                virtual=self._placeholders(),
             )
             spot_to_spot = self.settings.feature_gates.spot_to_spot_consolidation
             again, why = await solve_in_thread(lambda cancel: consolidate(

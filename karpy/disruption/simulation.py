@@ -2,10 +2,14 @@
 scheduler, run on the cluster as it would be without the candidates (Karpenter's
 ``SimulateScheduling``).
 
-The round schedules the pending pods no provisioning round has placed yet, the pods of
-nodes already being deleted, and the candidates' reschedulable pods, against every other
-node and in-flight NodeClaim plus new capacity. The candidates' pods must all find a
-place (pending pods need not: they are the provisioner's business), and none may count on
+The round schedules the pending pods no provisioning round has placed yet, the
+CapacityBuffer placeholders, the pods of nodes already being deleted, and the candidates'
+reschedulable pods, against every other node and in-flight NodeClaim plus new capacity.
+The candidates' pods must all find a place (pending pods and placeholders need not: they
+are the provisioner's business; but room they take on the remaining nodes is not there
+for the candidates' pods, and a placeholder that needs new capacity is in the NodeClaims
+the move would need, so a move that takes a buffer's room away pays for it), and none may
+count on
 a node that is not initialized yet unless it came from a node already being deleted
 (disruption must not act on capacity that may never arrive).
 """
@@ -70,7 +74,9 @@ class WhatIf:
         budget: float,
         emptying: Mapping[str, float] | None = None,
         pool_totals: Mapping[str, PoolTotals] | None = None,
+        virtual: Sequence[Pod] = (),
     ) -> None:
+        """``virtual``: the CapacityBuffer placeholders (`karpy.rounds.buffers`)."""
         self.snapshot = snapshot
         # Empty candidates emptiness will remove, with their prices: a consolidation
         # must not fill them when they cost more than it saves (`consolidate`).
@@ -82,6 +88,7 @@ class WhatIf:
         self.nominated = nominated
         self.settings = settings
         self.budget = budget
+        self.virtual = tuple(virtual)
         self._base: RoundInput | None = None
         self._prefilter: Prefilter | None = None
         self.budgets = [b.budget for b in snapshot.budgets.values()]
@@ -97,7 +104,8 @@ class WhatIf:
     def base(self) -> RoundInput:
         if self._base is None:
             self._base = build_round_input(self.snapshot, self.compiled.types_by_name,
-                                           nominated=self.nominated)  # fmt: skip
+                                           nominated=self.nominated,
+                                           virtual=self.virtual)  # fmt: skip
         return self._base
 
     def why_not(self, candidate: Candidate, *, spot_to_spot: bool = True) -> str:
@@ -139,7 +147,7 @@ class WhatIf:
             reserved_capacity=settings.feature_gates.reserved_capacity, reserved_fallback=True,
         )  # fmt: skip
         results = scheduler.solve(pods, budget=self.budget, cancel=self.cancel)
-        moving = {p.key for p in pods[base.pending :]}  # candidates' and deleting nodes'
+        moving = {p.key for p in pods[base.staying :]}  # candidates' and deleting nodes'
         own_keys = {p.key for p in own}
         failures = [f"{u.pod.key}: {u.render()}" for u in results.unschedulable
                     if u.pod.key in moving]  # fmt: skip

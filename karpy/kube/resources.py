@@ -11,7 +11,9 @@ if TYPE_CHECKING:
     from karpy.apis.crd import CustomResource
 
 __all__ = [
+    "CAPACITYBUFFERS",
     "DAEMONSETS",
+    "DEPLOYMENTS",
     "EVENTS",
     "LEASES",
     "NAMESPACES",
@@ -22,8 +24,11 @@ __all__ = [
     "NODE_LEASE_NAMESPACE",
     "PDBS",
     "PODS",
+    "PODTEMPLATES",
     "PVCS",
     "PVS",
+    "REPLICASETS",
+    "STATEFULSETS",
     "STORAGECLASSES",
     "Resource",
 ]
@@ -87,4 +92,11 @@ NODEPOOLS: Final = Resource("karpenter.sh", "v1", "nodepools", "NodePool", False
 NODECLAIMS: Final = Resource("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False, custom=True)
 NODEOVERLAYS: Final = Resource(
     "karpenter.sh", "v1alpha1", "nodeoverlays", "NodeOverlay", False, custom=True
+)
+PODTEMPLATES: Final = Resource("", "v1", "podtemplates", "PodTemplate", namespaced=True)
+DEPLOYMENTS: Final = Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
+STATEFULSETS: Final = Resource("apps", "v1", "statefulsets", "StatefulSet", namespaced=True)
+REPLICASETS: Final = Resource("apps", "v1", "replicasets", "ReplicaSet", namespaced=True)
+CAPACITYBUFFERS: Final = Resource(
+    "autoscaling.x-k8s.io", "v1beta1", "capacitybuffers", "CapacityBuffer", True, custom=True
 )

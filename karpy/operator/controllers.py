@@ -24,6 +24,7 @@ disruption               `Disruption` (one pass at a time)          1       10 s
 disruption.queue         `DisruptionQueue`                          4       30 s
 node.health              `NodeRepair` (gate NodeRepair)             4       1 min
 static.capacity          `StaticCapacity` (gate StaticCapacity)     4       1 min
+capacitybuffer           `CapacityBuffers` (gate CapacityBuffer)    4       30 s
 =======================  =========================================  ======  =======
 
 plus the cloud provider's own controllers (`CloudProvider.controllers`).
@@ -50,8 +51,11 @@ from karpy.lifecycle.termination import termination_controllers
 from karpy.nodepools.counter import NodePoolCounter
 from karpy.nodepools.hash import NodePoolHash
 from karpy.nodepools.readiness import NodePoolReadiness
+from karpy.provisioning.capacitybuffers import RESYNC as BUFFER_RESYNC
+from karpy.provisioning.capacitybuffers import CapacityBuffers
 from karpy.provisioning.provisioner import Provisioner
 from karpy.reconcile import UNIT, BatchingSource, Controller, Singleton
+from karpy.rounds.buffers import BufferPods
 from karpy.rounds.contextcache import context_cache
 from karpy.static.controller import StaticCapacity
 
@@ -102,9 +106,11 @@ def build_controllers(
 
     # One compiled NodePool and instance-type context for provisioning and disruption.
     contexts = context_cache(settings, provider, unavailable)
+    # CapacityBuffer placeholders, made by their controller, scheduled by both (gated).
+    buffers = BufferPods() if settings.feature_gates.capacity_buffer else None
     provisioner = Provisioner(state, client, provider, recorder, settings,
                               unavailable=unavailable, metrics=karpenter, clock=clock,
-                              contexts=contexts)  # fmt: skip
+                              contexts=contexts, buffers=buffers)  # fmt: skip
     disruption_conditions = NodeClaimDisruptionConditions(state, client, provider, clock=clock)
     # Pod events on a NodeClaim's node are noted as they happen, for lastPodEventTime.
     state.subscribe(disruption_conditions.pod_events_observed)
@@ -115,6 +121,8 @@ def build_controllers(
         idle=settings.batch_idle_duration / 1e9, maximum=settings.batch_max_duration / 1e9,
         clock=clock,
     )  # fmt: skip
+    if buffers is not None:  # changed placeholders open a provisioning window
+        buffers.on_change = lambda key: batching.trigger(f"capacitybuffer/{key}")
     provisioning = Controller(Singleton(provisioner), state, resync=PENDING_RESYNC,
                               sources=[batching], clock=clock, metrics=cm)  # fmt: skip
     lifecycle = Lifecycle(state, client, provider, recorder, unavailable, clock, karpenter)
@@ -138,7 +146,8 @@ def build_controllers(
         controller(Singleton(Disruption(state, client, recorder, settings,
                                         contexts=contexts,
                                         nominations=provisioner.live_nominations, clock=clock,
-                                        metrics=karpenter)), resync=DISRUPTION_POLL),
+                                        metrics=karpenter, buffers=buffers)),
+                   resync=DISRUPTION_POLL),
         controller(DisruptionQueue(state, client, recorder, clock=clock, metrics=karpenter),
                    workers=4, resync=30.0),
     ]  # fmt: skip
@@ -151,6 +160,9 @@ def build_controllers(
         components.append(controller(
             NodeRepair(state, client, recorder, provider.repair_policies(), clock=clock,
                        metrics=karpenter), workers=4, resync=60.0))  # fmt: skip
+    if buffers is not None:
+        components.append(controller(CapacityBuffers(state, client, buffers, clock=clock),
+                                     workers=4, resync=BUFFER_RESYNC))  # fmt: skip
     components += termination_controllers(state, client, provider, recorder, metrics=metrics,
                                           clock=clock, workers=TERMINATION_WORKERS)  # fmt: skip
     components += provider.controllers(recorder)

@@ -92,7 +92,8 @@ class Runtime:
             finally:
                 await transport.close()
 
-        watch_specs = watched(node_class_kinds(settings))
+        watch_specs = watched(node_class_kinds(settings),
+                              capacity_buffers=settings.feature_gates.capacity_buffer)  # fmt: skip
         self.state = ClusterState(watched=[spec.name for spec in watch_specs])
         if not settings.disable_cluster_state_observability:
             self.metrics.bind_cluster_state(

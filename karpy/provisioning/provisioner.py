@@ -32,6 +32,12 @@ pending.
 NodeClaims a round created stand in for themselves until the informer reports them
 (`claims_informed`, subscribed to cluster state by the wiring): till then the next round
 counts them as capacity on its way, and against their NodePool's limits.
+
+With the CapacityBuffer gate on, every round also schedules the buffers' placeholders
+(`karpy.rounds.buffers`): a NodeClaim is created for those that fit nowhere, as for
+pending pods, but a placeholder is never nominated, never gets an Event, and a round runs
+on every resync while there are any (so a real pod that took the room gets it back).
+Where the round put them is filed back for disruption and the buffers' status.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ from karpy.rounds.cancellable import solve_in_thread
 from karpy.rounds.contextcache import ContextCache, context_cache
 from karpy.rounds.inputs import build_round_input
 from karpy.rounds.nodeclaims import nodeclaim_for, random_suffix
+from karpy.scheduling.buffers import is_virtual
 from karpy.scheduling.resources import fits as resource_fits
 from karpy.scheduling.solver import Scheduler
 from karpy.scheduling.usage import NodePoolUsage
@@ -72,6 +79,7 @@ if TYPE_CHECKING:
     from karpy.kube.client import KubeClient
     from karpy.kube.events import EventRecorder
     from karpy.observability.karpenter_metrics import KarpenterMetrics
+    from karpy.rounds.buffers import BufferPods
     from karpy.rounds.contextcache import CompiledContext
     from karpy.scheduling.pods import Pod
     from karpy.scheduling.results import NodeClaimPlan, Results
@@ -113,9 +121,12 @@ class Provisioner:
         clock: Clock,
         nominations: Nominations | None = None,
         contexts: ContextCache | None = None,
+        buffers: BufferPods | None = None,
     ) -> None:
         """``contexts`` is the compiled-context cache, shared with disruption by the
-        operator; without one the provisioner builds its own."""
+        operator; without one the provisioner builds its own. ``buffers``: the
+        CapacityBuffer placeholders (with the gate on)."""
+        self.buffers = buffers
         self.state = state
         self.client = client
         self.provider = provider
@@ -193,7 +204,10 @@ class Provisioner:
         # While nominations are held a round runs too, if only to end them: the last
         # pods of a scale-up are bound when nothing is pending any more, and their
         # outcomes would otherwise go uncounted (and their nominations kept) until then.
-        return bool(snapshot.pending) or len(self.nominations) > 0
+        return bool(snapshot.pending) or len(self.nominations) > 0 or bool(self._placeholders())
+
+    def _placeholders(self) -> tuple[Pod, ...]:
+        return self.buffers.pods() if self.buffers is not None else ()
 
     # --- the round -----------------------------------------------------------------------
 
@@ -204,14 +218,16 @@ class Provisioner:
         snapshot = self.state.snapshot()
         live = self._live_nominations(snapshot)
         self._note_pending(snapshot)
-        if not snapshot.pending and not _any_deleting(snapshot):
+        virtual = self._placeholders()
+        if not snapshot.pending and not virtual and not _any_deleting(snapshot):
             self._count_round("nothing_to_do")
             return DONE
         compiled = await self.contexts.get(snapshot)
         extra = [claim for claim, _ in self._created.values()]
         # Off the event loop: at 40,000 pods this walks every pod, node and NodeClaim.
         inputs = await asyncio.to_thread(build_round_input, snapshot, compiled.types_by_name,
-                                         nominated=live, extra_claims=extra)  # fmt: skip
+                                         nominated=live, extra_claims=extra,
+                                         virtual=virtual)  # fmt: skip
         if not inputs.pods:
             self._count_round("nothing_to_do")
             return DONE
@@ -229,6 +245,9 @@ class Provisioner:
             )  # fmt: skip
 
         results = await self._solve(scheduler, inputs.pods)
+        if self.buffers is not None:
+            ready = {n.name for n in inputs.cluster.capacity if n.initialized}
+            self.buffers.record_round(results, ready)
         created = await self._create_all(results.new_nodeclaims, snapshot, compiled)
         self._nominate_existing(results, snapshot)
         self._report_unschedulable(results, _unused_pools(snapshot, compiled))
@@ -287,6 +306,9 @@ class Provisioner:
                                    in_flight=self._created)  # fmt: skip
 
     def _nominate(self, pods: Sequence[Pod], target: str, kind: str) -> None:
+        # Placeholders hold room by being scheduled each round, not by nominations (which
+        # would never end, and would keep disruption off their node for good).
+        pods = [p for p in pods if not is_virtual(p)]
         self.nominations.nominate((p.key for p in pods), target, self.clock.now().timestamp())
         message = f"Pod should schedule on: {kind}/{target}"
         for pod in pods:
@@ -407,6 +429,8 @@ class Provisioner:
             self.metrics.ignored_pods.set(ignored)
 
     def _failed(self, pod: Pod, reason: str) -> None:
+        if is_virtual(pod):
+            return  # no pod to tell; the buffer's Provisioning condition says it
         self._decided(pod.key)
         self.recorder.publish(Event(
             _pod_ref(pod), "Warning", "FailedScheduling", f"Failed to schedule pod, {reason}",

@@ -18,6 +18,9 @@ to schedule, adding three things only a running controller knows:
 * **Pods of nodes being deleted** that will need a new home (`reschedulable_pods`) are
   scheduled with the pending ones, so their replacement capacity is on its way before
   they are evicted.
+* **CapacityBuffer placeholders** (`karpy.rounds.buffers`), passed in as ``virtual``, are
+  scheduled after the pending pods as if pending themselves: room for them is kept on
+  existing capacity or bought, and a what-if must still find it after a move.
 """
 
 from __future__ import annotations
@@ -51,10 +54,18 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 @attrs.frozen(slots=True)
 class RoundInput:
     cluster: ClusterSnapshot
-    pods: tuple[Pod, ...]  # to schedule: pending, not nominated, plus pods of deleting nodes
-    pending: int  # of ``pods``, how many were pending (the rest come from deleting nodes)
+    # to schedule: pending and not nominated, buffer placeholders, pods of deleting nodes
+    pods: tuple[Pod, ...]
+    pending: int  # of ``pods``, how many were pending (they come first)
     nominated: int  # pending pods left out because they are nominated
     node_of_target: Mapping[str, str]  # NodeClaim name -> the capacity name it counts as
+    virtual: int = 0  # of ``pods``, how many are buffer placeholders (after the pending)
+
+    @property
+    def staying(self) -> int:
+        """How many of ``pods`` come first and are not moving off a node (pending pods and
+        placeholders); the rest are pods of nodes being deleted."""
+        return self.pending + self.virtual
 
 
 def estimate_unlaunched(claim: NodeClaim, types_by_name: Mapping[str, InstanceType]) -> NodeClaim:
@@ -105,11 +116,13 @@ def build_round_input(
     nominated: Mapping[str, str],
     extra_claims: Sequence[NodeClaim] = (),
     disrupting: Collection[str] = (),
+    virtual: Sequence[Pod] = (),
 ) -> RoundInput:
     """The scheduler's view of ``snapshot``. ``nominated`` maps pod keys to their
     nomination target (a NodeClaim or Node name); ``extra_claims`` are NodeClaims this
     process created that the informer has not delivered yet; ``disrupting`` names nodes
-    to treat as being deleted (disruption's what-if: their pods are scheduled elsewhere)."""
+    to treat as being deleted (disruption's what-if: their pods are scheduled elsewhere);
+    ``virtual`` are the CapacityBuffer placeholders to schedule with the pending pods."""
     nodes = [info.node for info in snapshot.nodes.values()]
     claims = [estimate_unlaunched(c, types_by_name) for c in snapshot.nodeclaims.values()]
     known = set(snapshot.nodeclaims)
@@ -145,7 +158,7 @@ def build_round_input(
     namespaces: dict[str, Mapping[str, str]] = {
         ns.name: ns.labels for ns in snapshot.namespaces.values()
     }
-    for pod in pending:
+    for pod in (*pending, *virtual):
         namespaces.setdefault(pod.namespace, {NAMESPACE_NAME_LABEL: pod.namespace})
     cluster = ClusterSnapshot(
         nodes=(*nodes, *stand_ins),
@@ -162,10 +175,11 @@ def build_round_input(
     )
     return RoundInput(
         cluster=cluster,
-        pods=(*pending, *moving),
+        pods=(*pending, *virtual, *moving),
         pending=len(pending),
         nominated=nominated_count,
         node_of_target=node_of_target,
+        virtual=len(virtual),
     )
 
 

@@ -26,9 +26,6 @@ def inert_settings(settings: Settings) -> dict[str, str]:
         )
     if settings.enable_zonal_shift:
         found["ENABLE_ZONAL_SHIFT=true"] = "zones under an ARC zonal shift stay in use"
-    gates = settings.feature_gates
-    if gates.capacity_buffer:
-        found["FEATURE_GATES CapacityBuffer=true"] = "CapacityBuffers are not read"
     if settings.aws_feature_gates.node_class_cel:
         found["AWS_FEATURE_GATES NodeClassCEL=true"] = (
             "CEL expressions in node classes are not evaluated"

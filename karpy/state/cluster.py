@@ -106,7 +106,7 @@ class ClusterState:
     """See the module docstring. ``watched`` are the kinds whose informers must have
     listed before `synced` can be True."""
 
-    def __init__(self, watched: Iterable[str] = kinds.ALL_KINDS, *, clock: Clock = SYSTEM_CLOCK):
+    def __init__(self, watched: Iterable[str] = kinds.CORE_KINDS, *, clock: Clock = SYSTEM_CLOCK):
         self.watched = frozenset(watched)
         self.clock = clock
         self.generation = 0

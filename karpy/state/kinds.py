@@ -11,8 +11,9 @@ import enum
 from typing import Final
 
 __all__ = [
-    "ALL_KINDS", "DAEMONSET", "NAMESPACE", "NODE", "NODECLAIM", "NODEOVERLAY", "NODEPOOL",
-    "NODE_LEASE", "PDB", "POD", "PV", "PVC", "STORAGECLASS", "Kind",
+    "ALL_KINDS", "CAPACITYBUFFER", "CORE_KINDS", "DAEMONSET", "NAMESPACE", "NODE", "NODECLAIM",
+    "NODEOVERLAY", "NODEPOOL",
+    "NODE_LEASE", "PDB", "POD", "PODTEMPLATE", "PV", "PVC", "STORAGECLASS", "Kind",
 ]  # fmt: skip
 
 
@@ -32,6 +33,9 @@ class Kind(enum.StrEnum):
     STORAGECLASS = "StorageClass"
     NAMESPACE = "Namespace"
     NODE_LEASE = "Lease"  # only those in kube-node-lease
+    # watched only with the CapacityBuffer gate on (`karpy.state.watched`)
+    CAPACITYBUFFER = "CapacityBuffer"
+    PODTEMPLATE = "PodTemplate"
 
 
 # The members under their short names, as the code reads them (`kinds.POD`).
@@ -47,5 +51,9 @@ PV: Final = Kind.PV
 STORAGECLASS: Final = Kind.STORAGECLASS
 NAMESPACE: Final = Kind.NAMESPACE
 NODE_LEASE: Final = Kind.NODE_LEASE
+CAPACITYBUFFER: Final = Kind.CAPACITYBUFFER
+PODTEMPLATE: Final = Kind.PODTEMPLATE
 
 ALL_KINDS: Final = tuple(Kind)
+# What state waits for by default: every kind but those only the CapacityBuffer gate watches.
+CORE_KINDS: Final = tuple(k for k in Kind if k not in (CAPACITYBUFFER, PODTEMPLATE))

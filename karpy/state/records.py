@@ -24,11 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from karpy.apis.capacitybuffer import CapacityBuffer
 from karpy.apis.core import Taint, parse_time
 from karpy.apis.labels import ANNOTATION_DO_NOT_DISRUPT
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.apis.nodeoverlay import NodeOverlay
 from karpy.apis.nodepool import NodePool
+from karpy.scheduling.buffers import template_pod
 from karpy.scheduling.daemonsets import daemonset_pod
 from karpy.scheduling.nodes import Node, node_from_dict
 from karpy.scheduling.pods import Pod, pod_from_dict
@@ -52,7 +54,9 @@ __all__ = [
     "NodeLease",
     "OwnerRef",
     "PodInfo",
+    "PodTemplateInfo",
     "budget_info",
+    "capacitybuffer",
     "daemonset_info",
     "namespace_info",
     "node_info",
@@ -61,6 +65,7 @@ __all__ = [
     "nodeoverlay",
     "nodepool",
     "pod_info",
+    "podtemplate_info",
     "pv",
     "pvc",
     "storage_class",
@@ -255,6 +260,33 @@ def _annotation(meta: Mapping[str, Any], key: str) -> str | None:
 nodeclaim = NodeClaim.from_dict
 nodepool = NodePool.from_dict
 nodeoverlay = NodeOverlay.from_dict
+capacitybuffer = CapacityBuffer.from_dict
+
+
+# --- pod templates (read for CapacityBuffers) --------------------------------------------
+
+
+@attrs.frozen(slots=True)
+class PodTemplateInfo:
+    """A PodTemplate as the pod it describes (`karpy.scheduling.buffers.template_pod`)."""
+
+    namespace: str
+    name: str
+    generation: int
+    resource_version: str
+    pod: Pod
+
+
+def podtemplate_info(data: Mapping[str, Any]) -> PodTemplateInfo:
+    meta = data.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    return PodTemplateInfo(
+        namespace=namespace,
+        name=str(meta.get("name", "")),
+        generation=int(meta.get("generation") or 0),
+        resource_version=str(meta.get("resourceVersion", "")),
+        pod=template_pod(namespace, data.get("template") or {}),
+    )
 
 
 # --- daemonsets, budgets, volumes, namespaces -------------------------------------------

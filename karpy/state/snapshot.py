@@ -22,6 +22,7 @@ R = TypeVar("R", bound="NodeClassObject")
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
+    from karpy.apis.capacitybuffer import CapacityBuffer
     from karpy.apis.nodeclaim import NodeClaim
     from karpy.apis.nodeclass import NodeClassKind, NodeClassObject
     from karpy.apis.nodeoverlay import NodeOverlay
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
         NodeInfo,
         NodeLease,
         PodInfo,
+        PodTemplateInfo,
     )
 
 __all__ = ["EMPTY", "StateSnapshot"]
@@ -120,6 +122,15 @@ class StateSnapshot:
     @property
     def node_leases(self) -> immutables.Map[str, NodeLease]:
         return self.of(kinds.NODE_LEASE)
+
+    @property
+    def capacitybuffers(self) -> immutables.Map[str, CapacityBuffer]:
+        """Empty unless the CapacityBuffer gate is on (only then are they watched)."""
+        return self.of(kinds.CAPACITYBUFFER)
+
+    @property
+    def podtemplates(self) -> immutables.Map[str, PodTemplateInfo]:
+        return self.of(kinds.PODTEMPLATE)
 
     # --- through the indexes ------------------------------------------------------------
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from karpy.apis.nodeclass import NodeClassKind
 
-__all__ = ["CORE_WATCHED", "node_class_watch", "watched"]
+__all__ = ["BUFFER_WATCHED", "CORE_WATCHED", "node_class_watch", "watched"]
 
 CORE_WATCHED: Final = (
     WatchSpec(r.PODS, p.pod_info, kind=kinds.POD),
@@ -36,6 +36,13 @@ CORE_WATCHED: Final = (
     WatchSpec(r.LEASES, p.node_lease, namespace=r.NODE_LEASE_NAMESPACE, kind=kinds.NODE_LEASE),
 )
 
+# With the CapacityBuffer gate on: the buffers, and the PodTemplates they name. Only then,
+# so that a cluster without the buffer CRD is no trouble to karpy with the gate off.
+BUFFER_WATCHED: Final = (
+    WatchSpec(r.CAPACITYBUFFERS, p.capacitybuffer, kind=kinds.CAPACITYBUFFER),
+    WatchSpec(r.PODTEMPLATES, p.podtemplate_info, kind=kinds.PODTEMPLATE),
+)
+
 
 def node_class_watch(kind: NodeClassKind[Any]) -> WatchSpec:
     """The informer a provider's NodeClass kind needs: its resource, read with its
@@ -43,10 +50,14 @@ def node_class_watch(kind: NodeClassKind[Any]) -> WatchSpec:
     return WatchSpec(r.Resource.of_custom(kind.definition), kind.project, kind=kind.kind)
 
 
-def watched(node_classes: Iterable[NodeClassKind[Any]]) -> tuple[WatchSpec, ...]:
-    """The core kinds and the provider's NodeClass kinds. A NodeClass kind named like a
-    core kind (or like another of them) would share its map in state: `ValueError`."""
-    specs = (*CORE_WATCHED, *(node_class_watch(kind) for kind in node_classes))
+def watched(
+    node_classes: Iterable[NodeClassKind[Any]], *, capacity_buffers: bool = False
+) -> tuple[WatchSpec, ...]:
+    """The core kinds, the buffer kinds when ``capacity_buffers`` (the gate), and the
+    provider's NodeClass kinds. A NodeClass kind named like a core kind (or like another
+    of them) would share its map in state: `ValueError`."""
+    buffers = BUFFER_WATCHED if capacity_buffers else ()
+    specs = (*CORE_WATCHED, *buffers, *(node_class_watch(kind) for kind in node_classes))
     names = [spec.name for spec in specs]
     clashes = sorted({name for name in names if names.count(name) > 1})
     if clashes:

@@ -56,7 +56,10 @@ def test_generator_check_mode_reports_stale_files(tmp_path):
     assert main(["--out", str(tmp_path), "--check"]) == 1
 
 
-@pytest.mark.parametrize("resource", CUSTOM_RESOURCES, ids=lambda r: r.kind)
+KARPENTER_KINDS = [r for r in CUSTOM_RESOURCES if r.group != "autoscaling.x-k8s.io"]
+
+
+@pytest.mark.parametrize("resource", KARPENTER_KINDS, ids=lambda r: r.kind)
 def test_crd_documents_name_the_kind_as_karpenter_does(resource):
     crd = yaml.safe_load((CRD_DIR / resource.filename).read_text())
     assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
@@ -74,6 +77,28 @@ def test_crd_documents_name_the_kind_as_karpenter_does(resource):
         ["Type", "Capacity"],
         ["Ready", "Age"],
     )
+
+
+def test_the_capacitybuffer_crd_is_the_namespaced_autoscaling_kind_karpenter_ships():
+    crd = yaml.safe_load((CRD_DIR / "autoscaling.x-k8s.io_capacitybuffers.yaml").read_text())
+    spec = crd["spec"]
+    assert (spec["scope"], spec["group"]) == ("Namespaced", "autoscaling.x-k8s.io")
+    assert spec["names"]["categories"] == ["autoscaling"]
+    assert spec["names"]["shortNames"] == ["cb"]
+    [version] = spec["versions"]
+    assert version["name"] == "v1beta1" and "status" in version["subresources"]
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == [
+        "Strategy", "PodTemplate", "Replicas", "ConditionsType", "ConditionsStatus",
+        "ConditionsReason", "Age",
+    ]  # fmt: skip
+    schema = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert schema["properties"]["provisioningStrategy"]["default"] == (
+        "buffer.x-k8s.io/active-capacity"
+    )
+    assert [v["rule"] for v in schema["x-kubernetes-validations"]] == [
+        "!has(self.podTemplateRef) || has(self.replicas) || has(self.limits)",
+        "!(has(self.podTemplateRef) && has(self.scalableRef))",
+    ]
 
 
 def test_nodepool_has_a_scale_subresource_on_replicas():

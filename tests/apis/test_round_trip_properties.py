@@ -82,7 +82,12 @@ def documents(resource: Any) -> st.SearchStrategy[dict[str, Any]]:
     ).filter(lambda d: "spec" in d)
 
 
-@pytest.mark.parametrize("resource", CUSTOM_RESOURCES, ids=lambda r: r.kind)
+# The kinds karpy parses and prints whole (a CapacityBuffer is only read, and only its
+# status written: `karpy.apis.capacitybuffer`).
+MODELLED = [r for r in CUSTOM_RESOURCES if (r.api_version, r.kind) in KINDS]
+
+
+@pytest.mark.parametrize("resource", MODELLED, ids=lambda r: r.kind)
 def test_parse_print_parse_is_stable(resource):
     model = KINDS[(resource.api_version, resource.kind)]
 

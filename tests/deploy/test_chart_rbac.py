@@ -179,3 +179,18 @@ def test_karpy_may_read_pods_of_its_own_namespace_to_name_itself_in_events(defau
     assert env_of(default_objects)["POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     binding = find(default_objects, "RoleBinding", "karpy-pod")
     assert (binding["metadata"]["namespace"], binding["roleRef"]["name"]) == ("karpy", "karpy-pod")
+
+
+def test_capacity_buffer_gate_adds_the_buffer_controllers_reads_and_status_writes():
+    plain = rules_of(render_chart())
+    gated = rules_of(render_chart({"settings": {"featureGates": {"capacityBuffer": True}}}))
+    added = [rule for rule in gated if rule not in plain]
+    assert [rule for _, _, rule in added] == [
+        {"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["capacitybuffers"],
+         "verbs": ["list", "watch"]},
+        {"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["capacitybuffers/status"],
+         "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["podtemplates"], "verbs": ["list", "watch"]},
+        {"apiGroups": ["apps"], "resources": ["deployments", "statefulsets", "replicasets"],
+         "verbs": ["get"]},
+    ]  # fmt: skip

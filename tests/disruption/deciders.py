@@ -14,6 +14,7 @@ from karpy.disruption.controller import Disruption
 from karpy.disruption.explain import state_from_objects
 from karpy.kube.events import Event
 from karpy.observability.karpenter_metrics import KarpenterMetrics
+from karpy.rounds.buffers import BufferPods
 from karpy.rounds.contextcache import CompiledContext
 from karpy.settings import Settings
 from karpy.state.snapshot import StateSnapshot
@@ -55,6 +56,7 @@ def decider(
     objects: list[dict[str, Any]],
     nominations: Callable[[StateSnapshot], Mapping[str, str]] = lambda _: {},
     metrics: KarpenterMetrics | None = None,
+    buffers: BufferPods | None = None,
 ) -> Decider:
     world = World(objects)
     state = state_from_objects(objects)
@@ -64,5 +66,5 @@ def decider(
     disruption = Disruption(state, None, recorder, Settings(),  # type: ignore[arg-type]
                             contexts=Contexts(world.compiled),  # type: ignore[arg-type]
                             nominations=nominations, clock=clock,
-                            metrics=metrics)  # fmt: skip
+                            metrics=metrics, buffers=buffers)  # fmt: skip
     return Decider(disruption, recorder, clock)

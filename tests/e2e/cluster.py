@@ -37,6 +37,8 @@ RESOURCES = {
     "nodepools": "/apis/karpenter.sh/v1/nodepools",
     "nodeclaims": "/apis/karpenter.sh/v1/nodeclaims",
     "ec2nodeclasses": "/apis/karpenter.k8s.aws/v1/ec2nodeclasses",
+    "podtemplates": "/api/v1/namespaces/{ns}/podtemplates",
+    "capacitybuffers": "/apis/autoscaling.x-k8s.io/v1beta1/namespaces/{ns}/capacitybuffers",
 }
 EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "examples"
 

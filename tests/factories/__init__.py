@@ -64,10 +64,12 @@ from tests.factories.storage import (
     storage_class,
 )
 from tests.factories.workloads import (
+    capacity_buffer,
     daemonset,
     deployment,
     namespace,
     pod_disruption_budget,
+    pod_template,
     replica_set,
     runtime_class,
     service,
@@ -79,6 +81,7 @@ __all__ = [
     "DEFAULT_NODE_CLASS_REF",
     "SOME_TIME",
     "Obj",
+    "capacity_buffer",
     "condition",
     "container",
     "csi_node",
@@ -101,6 +104,7 @@ __all__ = [
     "pod",
     "pod_affinity_term",
     "pod_disruption_budget",
+    "pod_template",
     "pods",
     "preferred_node_term",
     "pvc_volume",

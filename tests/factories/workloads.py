@@ -1,5 +1,5 @@
 """Workloads and policies: DaemonSets, ReplicaSets, Deployments, StatefulSets, Services,
-PodDisruptionBudgets, Namespaces, RuntimeClasses."""
+PodDisruptionBudgets, Namespaces, RuntimeClasses, PodTemplates and CapacityBuffers."""
 
 from __future__ import annotations
 
@@ -105,6 +105,50 @@ def stateful_set(
         replicas=replicas,
         extra_spec={"serviceName": name or "statefulset"},
     )
+
+
+def pod_template(
+    name: str | None = None,
+    *,
+    namespace: str = "default",
+    template: Mapping[str, Any] | None = None,
+) -> Obj:
+    """A PodTemplate (see :func:`daemonset` for the template convention)."""
+    name = name or unique_name("podtemplate")
+    return {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": metadata(name, namespace=namespace),
+        "template": _pod_template(template, {"app": name}),
+    }
+
+
+def capacity_buffer(
+    name: str | None = None,
+    *,
+    namespace: str = "default",
+    pod_template: str | None = None,
+    scalable: tuple[str, str] | None = None,
+    replicas: int | None = None,
+    percentage: int | None = None,
+    limits: Quantities | None = None,
+) -> Obj:
+    """An ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffer of the PodTemplate named
+    ``pod_template`` or of the ``scalable`` (kind, name) apps/v1 workload."""
+    spec: Obj = _drop_none({
+        "podTemplateRef": None if pod_template is None else {"name": pod_template},
+        "scalableRef": None if scalable is None
+        else {"apiGroup": "apps", "kind": scalable[0], "name": scalable[1]},
+        "replicas": replicas,
+        "percentage": percentage,
+        "limits": None if limits is None else _quantities(limits),
+    })  # fmt: skip
+    return {
+        "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+        "kind": "CapacityBuffer",
+        "metadata": metadata(name or unique_name("buffer"), namespace=namespace),
+        "spec": spec,
+    }
 
 
 def service(

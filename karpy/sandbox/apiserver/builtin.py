@@ -266,6 +266,15 @@ def builtin_kinds() -> list[Kind]:
             columns=tables.PVC_COLUMNS,
             returns_deleted_object=True,
         ),
+        Kind(  # served because CapacityBuffers name them as the shape of their pods
+            "",
+            ("v1",),
+            "PodTemplate",
+            "podtemplates",
+            "podtemplate",
+            True,
+            patch_meta=_patch(),
+        ),
         Kind(
             "",
             ("v1",),

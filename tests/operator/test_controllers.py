@@ -1,0 +1,36 @@
+"""The controllers a leader runs: the CapacityBuffer controller only with its gate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from karpy.cloud.fake import FakeCloudProvider
+from karpy.cloud.fake.catalog import embedded_catalog
+from karpy.cloud.unavailable import UnavailableOfferings
+from karpy.observability.metrics import Metrics
+from karpy.operator.controllers import build_controllers
+from karpy.operator.timings import DEFAULT_TIMINGS
+from karpy.settings import Settings
+from karpy.settings.gates import FeatureGates
+from karpy.state.cluster import ClusterState
+from tests.kube.fakeclock import FakeClock
+
+
+def names(gate: bool) -> list[str]:
+    settings = Settings(cluster_name="test", cloud_provider="fake",
+                        feature_gates=FeatureGates(capacity_buffer=gate))  # fmt: skip
+    state, unavailable = ClusterState(), UnavailableOfferings()
+    client: Any = None  # nothing is called while the controllers are only built
+    provider = FakeCloudProvider(embedded_catalog(), client=client, state=state,
+                                 unavailable=unavailable)  # fmt: skip
+    built = build_controllers(settings, state=state, client=client, recorder=client,
+                              provider=provider, unavailable=unavailable, metrics=Metrics(),
+                              clock=FakeClock(), timings=DEFAULT_TIMINGS)  # fmt: skip
+    return [str(getattr(c, "name", "")) for c in built]
+
+
+@pytest.mark.parametrize("gate", [False, True])
+def test_the_capacitybuffer_controller_runs_only_with_its_gate(gate: bool) -> None:
+    assert ("capacitybuffer" in names(gate)) is gate
