@@ -123,6 +123,8 @@ class Disruption:
         self.client = client
         self.recorder = recorder
         self.settings = settings
+        # karpy writes pod-deletion-cost itself, so it is no user's word (`eviction_cost`)
+        self.deletion_cost_managed = settings.feature_gates.pod_deletion_cost_management
         self.contexts = contexts
         self.nominations = nominations
         self.clock = clock
@@ -216,8 +218,9 @@ class Disruption:
     ) -> Command | None:
         now = self.clock.now()
         targets = set(nominated.values())
-        candidates, blocked = find_candidates(snapshot, now=now, nominated=targets,
-                                              types_by_name=compiled.types_by_name)  # fmt: skip
+        candidates, blocked = find_candidates(
+            snapshot, now=now, nominated=targets, types_by_name=compiled.types_by_name,
+            deletion_cost_managed=self.deletion_cost_managed)  # fmt: skip
         self._report_blocked(blocked)
 
         what_if = WhatIf(
@@ -310,8 +313,10 @@ class Disruption:
         compiled = await self.contexts.get(snapshot)
         now = self.clock.now()
         nominated = self.nominations(snapshot)
-        fresh, _ = find_candidates(snapshot, now=now, nominated=set(nominated.values()),
-                                   types_by_name=compiled.types_by_name)  # fmt: skip
+        fresh, _ = find_candidates(
+            snapshot, now=now, nominated=set(nominated.values()),
+            types_by_name=compiled.types_by_name,
+            deletion_cost_managed=self.deletion_cost_managed)  # fmt: skip
         by_name = {c.name: c for c in fresh}
         chosen = [by_name.get(c.name) for c in command.candidates]
         budgets = self._budgets(snapshot, command.reason, now)

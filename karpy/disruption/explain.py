@@ -103,8 +103,9 @@ def explain_node(
         lines.append(f"  being disrupted: {condition.message if condition else ''}")
         return lines
     lines += _expiration(claim, now)
-    candidates, blocked = find_candidates(snapshot, now=now, nominated=set(nominated.values()),
-                                          types_by_name=compiled.types_by_name)  # fmt: skip
+    candidates, blocked = find_candidates(
+        snapshot, now=now, nominated=set(nominated.values()), types_by_name=compiled.types_by_name,
+        deletion_cost_managed=settings.feature_gates.pod_deletion_cost_management)  # fmt: skip
     mine = [b for b in blocked if b.claim == claim.name]
     if mine:
         lines.append(f"  not a candidate ({mine[0].by}): {mine[0].reason}")

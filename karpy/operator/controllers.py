@@ -23,6 +23,7 @@ nodeclaim.expiration     `Expiration`                               4       5 mi
 disruption               `Disruption` (one pass at a time)          1       10 s
 disruption.queue         `DisruptionQueue`                          4       30 s
 node.health              `NodeRepair` (gate NodeRepair)             4       1 min
+pod.deletioncost         `PodDeletionCost` (gate, alpha)            1       1 min
 =======================  =========================================  ======  =======
 
 plus the cloud provider's own controllers (`CloudProvider.controllers`).
@@ -36,6 +37,8 @@ from typing import TYPE_CHECKING, Final, TypeVar
 from karpy.disruption.conditions import NodeClaimDisruptionConditions
 from karpy.disruption.controller import POLL as DISRUPTION_POLL
 from karpy.disruption.controller import Disruption
+from karpy.disruption.deletioncost.controller import PERIOD as DELETION_COST_PERIOD
+from karpy.disruption.deletioncost.controller import PodDeletionCost
 from karpy.disruption.expiration import Expiration
 from karpy.disruption.orchestration import DisruptionQueue
 from karpy.disruption.repair import NodeRepair
@@ -141,6 +144,10 @@ def build_controllers(
         components.append(controller(
             NodeRepair(state, client, recorder, provider.repair_policies(), clock=clock,
                        metrics=karpenter), workers=4, resync=60.0))  # fmt: skip
+    if settings.feature_gates.pod_deletion_cost_management:
+        components.append(controller(
+            Singleton(PodDeletionCost(state, client, clock=clock, metrics=karpenter)),
+            resync=DELETION_COST_PERIOD))  # fmt: skip
     components += termination_controllers(state, client, provider, recorder, metrics=metrics,
                                           clock=clock, workers=TERMINATION_WORKERS)  # fmt: skip
     components += provider.controllers(recorder)
