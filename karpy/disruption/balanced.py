@@ -138,11 +138,14 @@ def pool_totals(
     candidates: Sequence[Candidate],
     types_by_name: Mapping[str, InstanceType],
     pools: Iterable[str],
+    *,
+    deletion_cost_managed: bool = False,
 ) -> dict[str, PoolTotals]:
     """The totals of ``pools``, from every NodeClaim labelled with one of them. A
     candidate counts its reschedule cost as found; any other node, its pods that are
     not DaemonSet pods and have not finished (as Karpenter's cluster state counts them);
-    a NodeClaim with no Node yet, the node alone."""
+    a NodeClaim with no Node yet, the node alone. ``deletion_cost_managed``: as for
+    `find_candidates`."""
     wanted = set(pools)
     if not wanted:
         return {}
@@ -165,7 +168,8 @@ def pool_totals(
         elif node is not None:
             pods = snapshot.pods_on(node.name)
             disruption[pool] += reschedule_cost(
-                p for p in pods if not p.pod.is_daemonset_pod and not p.pod.is_terminal
+                (p for p in pods if not p.pod.is_daemonset_pod and not p.pod.is_terminal),
+                deletion_cost_managed=deletion_cost_managed,
             )
         else:
             disruption[pool] += reschedule_cost(())

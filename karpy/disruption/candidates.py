@@ -159,13 +159,15 @@ def find_candidates(
     now: datetime,
     nominated: Collection[str],
     types_by_name: Mapping[str, InstanceType],
+    deletion_cost_managed: bool = False,
 ) -> tuple[list[Candidate], list[Blocked]]:
     """The candidates among managed nodes, and the nodes blocked with their reasons.
     ``nominated`` holds NodeClaim and Node names that pending pods were nominated to.
     A node blocked only by its pods whose NodeClaim has a terminationGracePeriod carries
-    the candidate eventual methods (drift) may still use (`Blocked.eventual`)."""
+    the candidate eventual methods (drift) may still use (`Blocked.eventual`).
+    ``deletion_cost_managed`` is the PodDeletionCostManagement gate (`eviction_cost`)."""
     with gc_paused():
-        return _find(snapshot, now, nominated, types_by_name)
+        return _find(snapshot, now, nominated, types_by_name, deletion_cost_managed)
 
 
 def _find(
@@ -173,6 +175,7 @@ def _find(
     now: datetime,
     nominated: Collection[str],
     types_by_name: Mapping[str, InstanceType],
+    managed: bool,
 ) -> tuple[list[Candidate], list[Blocked]]:
     budgets = list(snapshot.budgets.values())
     candidates: list[Candidate] = []
@@ -184,12 +187,14 @@ def _find(
             if verdict.pod_level and claim.spec.termination_grace_period is not None:
                 assert node is not None
                 pool, pods, reschedulable = _admitted(snapshot, claim, node)
-                eventual = _candidate(claim, node, pool, pods, reschedulable, now, types_by_name)
+                eventual = _candidate(
+                    claim, node, pool, pods, reschedulable, now, types_by_name, managed
+                )
                 verdict = attrs.evolve(verdict, eventual=eventual)
             blocked.append(verdict)
             continue
         assert node is not None
-        candidates.append(_candidate(claim, node, *verdict, now, types_by_name))
+        candidates.append(_candidate(claim, node, *verdict, now, types_by_name, managed))
     return candidates, blocked
 
 
@@ -201,6 +206,7 @@ def _candidate(  # noqa: PLR0917 - the parts of one candidate
     reschedulable: tuple[Pod, ...],
     now: datetime,
     types_by_name: Mapping[str, InstanceType],
+    managed: bool,
 ) -> Candidate:
     labels = node.node.labels
     instance_type = labels.get(LABEL_INSTANCE_TYPE, "")
@@ -217,8 +223,11 @@ def _candidate(  # noqa: PLR0917 - the parts of one candidate
         price=node_price(types_by_name.get(instance_type), zone, capacity_type),
         pods=pods,
         reschedulable=reschedulable,
-        disruption_cost=sum(eviction_cost(p) for p in pods) * lifetime_remaining(claim, now),
-        reschedule_cost=reschedule_cost(p for p in pods if p.pod.is_reschedulable),
+        disruption_cost=sum(eviction_cost(p, deletion_cost_managed=managed) for p in pods)
+        * lifetime_remaining(claim, now),
+        reschedule_cost=reschedule_cost(
+            (p for p in pods if p.pod.is_reschedulable), deletion_cost_managed=managed
+        ),
     )
 
 
@@ -310,18 +319,28 @@ def _evictable(pod: PodInfo) -> bool:
     return pod.pod.is_active and not tolerates_disrupted_taint(pod) and not pod.pod.is_static_pod
 
 
-def eviction_cost(pod: PodInfo) -> float:
-    """Karpenter's per-pod cost: 1 plus the deletion cost and priority, scaled, in
-    [-10, 10]."""
-    cost = 1.0 + pod.deletion_cost / 2**27 + pod.priority / 2**25
+def eviction_cost(pod: PodInfo, *, deletion_cost_managed: bool = False) -> float:
+    """Karpenter's per-pod cost: 1 plus the user's cost and the priority, scaled, in
+    [-10, 10]. The user's cost is ``karpenter.sh/disruption-cost`` when the pod has it;
+    otherwise ``controller.kubernetes.io/pod-deletion-cost``, unless karpy writes that
+    annotation itself (``deletion_cost_managed``, the PodDeletionCostManagement gate):
+    then it is a scale-down hint derived from this very cost, not the user's word, and
+    reading it back would make the ranking feed on itself."""
+    if pod.disruption_cost is not None:
+        steering = pod.disruption_cost
+    else:
+        steering = 0 if deletion_cost_managed else pod.deletion_cost
+    cost = 1.0 + steering / 2**27 + pod.priority / 2**25
     return max(-10.0, min(10.0, cost))
 
 
-def reschedule_cost(pods: Iterable[PodInfo]) -> float:
+def reschedule_cost(pods: Iterable[PodInfo], *, deletion_cost_managed: bool = False) -> float:
     """What evicting ``pods`` and removing their node costs: `PER_NODE_DISRUPTION_COST`
     plus each pod's `eviction_cost`, a negative one counting as 0 (a pod that asks to go
     first makes the move no cheaper than an empty node)."""
-    return PER_NODE_DISRUPTION_COST + sum(max(0.0, eviction_cost(p)) for p in pods)
+    return PER_NODE_DISRUPTION_COST + sum(
+        max(0.0, eviction_cost(p, deletion_cost_managed=deletion_cost_managed)) for p in pods
+    )
 
 
 def lifetime_remaining(claim: NodeClaim, now: datetime) -> float:

@@ -134,6 +134,8 @@ class Disruption:
         self.client = client
         self.recorder = recorder
         self.settings = settings
+        # karpy writes pod-deletion-cost itself, so it is no user's word (`eviction_cost`)
+        self.deletion_cost_managed = settings.feature_gates.pod_deletion_cost_management
         self.contexts = contexts
         self.nominations = nominations
         self.clock = clock
@@ -228,8 +230,9 @@ class Disruption:
     ) -> Command | None:
         now = self.clock.now()
         targets = set(nominated.values())
-        candidates, blocked = find_candidates(snapshot, now=now, nominated=targets,
-                                              types_by_name=compiled.types_by_name)  # fmt: skip
+        candidates, blocked = find_candidates(
+            snapshot, now=now, nominated=targets, types_by_name=compiled.types_by_name,
+            deletion_cost_managed=self.deletion_cost_managed)  # fmt: skip
         candidates = self._buffer_room(candidates)
         self._report_blocked(blocked)
 
@@ -241,7 +244,13 @@ class Disruption:
             settings=self.settings,
             budget=SIMULATION_BUDGET,
             emptying=emptying_nodes(candidates),
-            pool_totals=pool_totals(snapshot, candidates, compiled.types_by_name, balanced),
+            pool_totals=pool_totals(
+                snapshot,
+                candidates,
+                compiled.types_by_name,
+                balanced,
+                deletion_cost_managed=self.deletion_cost_managed,
+            ),
             virtual=self._placeholders(),
         )
         # Graceful methods wait while capacity is arriving (see `Settling`).
@@ -341,8 +350,10 @@ class Disruption:
         compiled = await self.contexts.get(snapshot)
         now = self.clock.now()
         nominated = self.nominations(snapshot)
-        fresh, _ = find_candidates(snapshot, now=now, nominated=set(nominated.values()),
-                                   types_by_name=compiled.types_by_name)  # fmt: skip
+        fresh, _ = find_candidates(
+            snapshot, now=now, nominated=set(nominated.values()),
+            types_by_name=compiled.types_by_name,
+            deletion_cost_managed=self.deletion_cost_managed)  # fmt: skip
         fresh = self._buffer_room(fresh)
         by_name = {c.name: c for c in fresh}
         chosen = [by_name.get(c.name) for c in command.candidates]

@@ -104,8 +104,9 @@ def explain_node(
         lines.append(f"  being disrupted: {condition.message if condition else ''}")
         return lines
     lines += _expiration(claim, now)
-    candidates, blocked = find_candidates(snapshot, now=now, nominated=set(nominated.values()),
-                                          types_by_name=compiled.types_by_name)  # fmt: skip
+    candidates, blocked = find_candidates(
+        snapshot, now=now, nominated=set(nominated.values()), types_by_name=compiled.types_by_name,
+        deletion_cost_managed=settings.feature_gates.pod_deletion_cost_management)  # fmt: skip
     mine = [b for b in blocked if b.claim == claim.name]
     if mine:
         lines.append(f"  not a candidate ({mine[0].by}): {mine[0].reason}")
@@ -194,8 +195,10 @@ def _methods(  # noqa: PLR0917 - what the explanation is computed from
     if not consolidatable:
         lines.append("  consolidation: not yet (consolidateAfter)")
         return lines
-    scorer = Scorer(pool_totals(snapshot, candidates, compiled.types_by_name,
-                                balanced_pools([candidate])))  # fmt: skip
+    managed = settings.feature_gates.pod_deletion_cost_management
+    totals = pool_totals(snapshot, candidates, compiled.types_by_name,
+                         balanced_pools([candidate]), deletion_cost_managed=managed)  # fmt: skip
+    scorer = Scorer(totals)
     best = scorer.delete_score(candidate)
     if best is not None and not best.approved:
         lines.append(f"  consolidation: no (Balanced: even deleting it would {best.describe()})")

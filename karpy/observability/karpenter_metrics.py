@@ -219,6 +219,20 @@ class KarpenterMetrics:
             ["nodepool", "reason"],
             registry=r,
         )
+        self.pod_deletion_cost_runs = Counter(
+            "karpy_pod_deletion_cost_runs_total",
+            "Runs of the pod-deletion-cost controller (gate PodDeletionCostManagement), by "
+            "outcome: ranked, or unchanged (nothing changed since the last complete run).",
+            ["outcome"],
+            registry=r,
+        )
+        self.pod_deletion_cost_writes = Counter(
+            "karpy_pod_deletion_cost_writes_total",
+            "Pod patches of controller.kubernetes.io/pod-deletion-cost, by result (updated; "
+            "conflict: the pod changed first, retried next run; gone: the pod was deleted).",
+            ["result"],
+            registry=r,
+        )
         self.disruption_evaluation_duration = Histogram(
             "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
             "Time to evaluate one disruption method, by reason and consolidation type.",

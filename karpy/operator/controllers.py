@@ -25,6 +25,7 @@ disruption.queue         `DisruptionQueue`                          4       30 s
 node.health              `NodeRepair` (gate NodeRepair)             4       1 min
 static.capacity          `StaticCapacity` (gate StaticCapacity)     4       1 min
 capacitybuffer           `CapacityBuffers` (gate CapacityBuffer)    4       30 s
+pod.deletioncost         `PodDeletionCost` (gate, alpha)            1       1 min
 =======================  =========================================  ======  =======
 
 plus the cloud provider's own controllers (`CloudProvider.controllers`).
@@ -39,6 +40,8 @@ from karpy.apis.labels import CORE_WELL_KNOWN_LABELS
 from karpy.disruption.conditions import NodeClaimDisruptionConditions
 from karpy.disruption.controller import POLL as DISRUPTION_POLL
 from karpy.disruption.controller import Disruption
+from karpy.disruption.deletioncost.controller import PERIOD as DELETION_COST_PERIOD
+from karpy.disruption.deletioncost.controller import PodDeletionCost
 from karpy.disruption.expiration import Expiration
 from karpy.disruption.orchestration import DisruptionQueue
 from karpy.disruption.repair import NodeRepair
@@ -163,6 +166,10 @@ def build_controllers(
     if buffers is not None:
         components.append(controller(CapacityBuffers(state, client, buffers, clock=clock),
                                      workers=4, resync=BUFFER_RESYNC))  # fmt: skip
+    if settings.feature_gates.pod_deletion_cost_management:
+        components.append(controller(
+            Singleton(PodDeletionCost(state, client, clock=clock, metrics=karpenter)),
+            resync=DELETION_COST_PERIOD))  # fmt: skip
     components += termination_controllers(state, client, provider, recorder, metrics=metrics,
                                           clock=clock, workers=TERMINATION_WORKERS)  # fmt: skip
     components += provider.controllers(recorder)

@@ -30,6 +30,7 @@ class FeatureGates:
     node_overlay: bool = False
     static_capacity: bool = False
     capacity_buffer: bool = False
+    pod_deletion_cost_management: bool = False
     unknown: tuple[str, ...] = ()  # names given that karpy does not know, ignored
 
     NAMES: ClassVar[dict[str, str]] = {
@@ -39,6 +40,7 @@ class FeatureGates:
         "NodeOverlay": "node_overlay",
         "StaticCapacity": "static_capacity",
         "CapacityBuffer": "capacity_buffer",
+        "PodDeletionCostManagement": "pod_deletion_cost_management",
     }
 
     def as_dict(self) -> dict[str, bool]:

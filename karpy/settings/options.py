@@ -93,7 +93,8 @@ OPTIONS: tuple[Option, ...] = (
            "resource claims are always left to other autoscalers (false is accepted and "
            "warned about).", "provisioning", _BOOL),
     Option("feature_gates", "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation="
-           "false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false",
+           "false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,"
+           "PodDeletionCostManagement=false",
            _gates(FeatureGates), "Core gates, Name=true|false,...; unknown names are "
            "ignored with a warning.", "provisioning", "GATES"),
     Option("aws_feature_gates", "NodeClassCEL=false", _gates(AWSFeatureGates), "AWS gates, "

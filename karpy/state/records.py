@@ -19,6 +19,7 @@ Warning Event.
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -128,8 +129,14 @@ class PodInfo:
     priority_class_name: str = ""
     termination_grace_seconds: int | None = None
     start_time: datetime | None = None
-    # controller.kubernetes.io/pod-deletion-cost, which weighs a pod's eviction cost.
+    # controller.kubernetes.io/pod-deletion-cost: its value as an int (0 when absent or
+    # not one) and its text as written (None when absent), which the deletion-cost
+    # controller compares with the value it wants before writing.
     deletion_cost: int = 0
+    deletion_cost_text: str | None = None
+    # karpenter.sh/disruption-cost, the user's say in the pod's eviction cost: None when
+    # absent, 0 when present but not an int32 (it still shadows pod-deletion-cost).
+    disruption_cost: int | None = None
     # When the Ready condition last turned True (None while not ready): the end of the
     # pod's startup, which karpenter_pods_startup_duration_seconds measures.
     ready_since: datetime | None = None
@@ -165,11 +172,18 @@ def pod_info(data: Mapping[str, Any]) -> PodInfo:
         termination_grace_seconds=None if grace is None else int(grace),
         start_time=parse_time(status.get("startTime")),
         deletion_cost=_int_or_zero(annotations.get(POD_DELETION_COST)),
+        deletion_cost_text=_text_or_none(annotations.get(POD_DELETION_COST)),
+        disruption_cost=_int32_or_zero(annotations[DISRUPTION_COST])
+        if DISRUPTION_COST in annotations
+        else None,
         ready_since=_true_since(status, "Ready"),
     )
 
 
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+DISRUPTION_COST = "karpenter.sh/disruption-cost"
+_INT32 = range(-(2**31), 2**31)
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
 
 
 def _int_or_zero(value: Any) -> int:
@@ -177,6 +191,19 @@ def _int_or_zero(value: Any) -> int:
         return int(str(value)) if value is not None else 0
     except ValueError:
         return 0
+
+
+def _int32_or_zero(value: Any) -> int:
+    """Karpenter parses disruption-cost as a base-10 int32; anything else counts 0."""
+    text = str(value)
+    if _DECIMAL.fullmatch(text) is None:
+        return 0
+    number = int(text)
+    return number if number in _INT32 else 0
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else _intern(str(value))
 
 
 # --- nodes -----------------------------------------------------------------------------

@@ -137,6 +137,16 @@ def test_fake_cloud_adds_node_create_and_nothing_else():
     ]
 
 
+def test_the_pod_deletion_cost_gate_adds_pod_patch_and_nothing_else():
+    plain = rules_of(render_chart())
+    gates = {"podDeletionCostManagement": True}
+    gated = rules_of(render_chart({"settings": {"featureGates": gates}}))
+    added = [rule for rule in gated if rule not in plain]
+    assert [rule for _, _, rule in added] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}
+    ]
+
+
 def test_additional_cluster_role_rules_are_appended_to_the_core_role():
     extra = {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
              "verbs": ["get", "list", "watch"]}  # fmt: skip
