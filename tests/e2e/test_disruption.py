@@ -244,14 +244,15 @@ def test_underused_nodes_consolidate_with_every_pod_running_and_then_hold_still(
         assert all_running(api, 6) == ""
 
 
-def set_ready(api: Api, name: str, status: str) -> None:
-    """Report the node's Ready condition as ``status`` (its kubelet stopped first, so the
-    sandbox does not report it Ready again; started again when ``status`` is True)."""
+def set_ready(api: Api, name: str, status: str, at: str | None = None) -> None:
+    """Report the node's Ready condition as ``status`` since ``at`` (default now; its
+    kubelet stopped first, so the sandbox does not report it Ready again; started again
+    when ``status`` is True)."""
     kubelet = None if status == "True" else "stopped"
     api.patch("nodes", name, {"metadata": {"annotations": {"sandbox.karpy.dev/kubelet": kubelet}}})
     node = api.get("nodes", name)
     assert node is not None
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    now = at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     conditions = [c for c in node["status"].get("conditions", []) if c["type"] != "Ready"]
     conditions.append({"type": "Ready", "status": status, "reason": "Test",
                        "lastTransitionTime": now, "lastHeartbeatTime": now})  # fmt: skip
@@ -276,8 +277,11 @@ def test_node_repair_replaces_an_unhealthy_node_unless_too_many_are(tmp_path: Pa
         eventually_fine(lambda: all_running(api, 5), within=90)
         nodes = sorted(n["metadata"]["name"] for n in live_nodes(api))
         # Two of five unhealthy: more than 20% (one, rounded up), so neither is repaired.
-        set_ready(api, nodes[0], "False")
-        set_ready(api, nodes[1], "False")
+        # Since the same second: were the second a second later, the first would be
+        # unhealthy alone for that second (one of five) and rightly repaired.
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        set_ready(api, nodes[0], "False", at=since)
+        set_ready(api, nodes[1], "False", at=since)
         eventually_fine(lambda: "" if any(e["reason"] == "NodeRepairBlocked"
                                      for e in api.list("events")) else "not blocked yet",
                    within=30)  # fmt: skip
