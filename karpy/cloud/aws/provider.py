@@ -45,6 +45,7 @@ from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.aws import drift
 from karpy.cloud.aws.cluster import discover_cluster
 from karpy.cloud.aws.instancetypes import InstanceTypeProvider, LearnedCapacity
+from karpy.cloud.aws.instancetypes.metrics import InstanceTypeMetrics
 from karpy.cloud.aws.interruption import (
     InstanceStatusController,
     InterruptionController,
@@ -122,8 +123,9 @@ class AWSCloudProvider:
         self.learned = LearnedCapacity(clock=clock)
         self.reservations = ReservationCounts(clock=clock)
         self.instance_types = InstanceTypeProvider(
-            clients, settings, unavailable=unavailable, clock=clock, learned=self.learned
-        )
+            clients, settings, unavailable=unavailable, clock=clock, learned=self.learned,
+            metrics=InstanceTypeMetrics(metrics.registry) if metrics is not None else None,
+        )  # fmt: skip
         self._launcher: InstanceLauncher | None = None
         self._launcher_lock = asyncio.Lock()
 
