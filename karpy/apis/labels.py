@@ -54,6 +54,10 @@ ANNOTATION_REPLACEMENTS: Final = "disruption.karpy.dev/replacements"
 ANNOTATION_EC2NODECLASS_HASH: Final = f"{AWS_GROUP}/ec2nodeclass-hash"
 ANNOTATION_EC2NODECLASS_HASH_VERSION: Final = f"{AWS_GROUP}/ec2nodeclass-hash-version"
 ANNOTATION_INSTANCE_PROFILE: Final = f"{AWS_GROUP}/instance-profile-name"
+# On a NodeClaim whose instance got its Name tag after registration (nodeclaim.tagging);
+# the second is Karpenter's marker that the cluster-name tag was written too.
+ANNOTATION_INSTANCE_TAGGED: Final = f"{AWS_GROUP}/tagged"
+ANNOTATION_CLUSTER_NAME_TAGGED: Final = f"compatibility.{AWS_GROUP}/cluster-name-tagged"
 
 # Taints karpenter manages
 TAINT_DISRUPTED: Final = f"{GROUP}/disrupted"

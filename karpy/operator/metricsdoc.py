@@ -26,6 +26,7 @@ from prometheus_client.metrics import MetricWrapperBase
 
 from karpy.base.generated import generated_page_main
 from karpy.cloud.aws.clients import AWSClients
+from karpy.cloud.aws.instancetypes.metrics import InstanceTypeMetrics
 from karpy.cloud.aws.interruption.metrics import InterruptionMetrics
 from karpy.cloud.aws.launch.templategc import LaunchTemplateGC
 from karpy.observability.metrics import Metrics
@@ -74,6 +75,7 @@ def aws_registry() -> CollectorRegistry:
     """What the AWS provider adds to the controller's registry (CLOUD_PROVIDER=aws)."""
     registry = CollectorRegistry()
     InterruptionMetrics(registry)
+    InstanceTypeMetrics(registry)
     # Nothing is called on the clients: the collector only registers its counter here.
     LaunchTemplateGC(AWSClients("us-east-1"), "", launcher=lambda: None, registry=registry)
     return registry

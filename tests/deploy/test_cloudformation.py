@@ -175,12 +175,30 @@ def test_what_karpy_creates_must_carry_the_cluster_tags(action):
                    if re.search(r":(instance|volume|fleet|network-interface)/", r)]  # fmt: skip
         if not created and action != "ec2:CreateTags":
             continue  # existing images, subnets, security groups a launch only uses
+        if statement["Sid"] == "AllowScopedResourceTagging":
+            continue  # tagging karpy's instances after registration (the test below)
         equals = statement["Condition"]["StringEquals"]
         assert equals[f"aws:RequestTag/{CLUSTER_OWNED}"] == "owned", statement["Sid"]
         assert equals["aws:RequestTag/eks:eks-cluster-name"] == CLUSTER, statement["Sid"]
         if action == "ec2:CreateTags":  # tagging only as part of a create, never afterwards
             assert set(equals["ec2:CreateAction"]) == {"RunInstances", "CreateFleet",
                                                        "CreateLaunchTemplate"}  # fmt: skip
+
+
+def test_tagging_after_launch_is_only_of_the_clusters_instances_and_of_three_keys():
+    (statement,) = [s for s in statements_allowing("ec2:CreateTags")
+                    if "ec2:CreateAction" not in s["Condition"]["StringEquals"]]  # fmt: skip
+    assert statement["Sid"] == "AllowScopedResourceTagging"
+    assert statement["Resource"] == "arn:aws:ec2:us-west-2:*:instance/*"
+    condition = statement["Condition"]
+    assert condition["StringEquals"] == {
+        f"aws:ResourceTag/{CLUSTER_OWNED}": "owned",
+        "aws:ResourceTag/eks:eks-cluster-name": CLUSTER,
+    }
+    assert condition["StringLike"] == {"aws:ResourceTag/karpenter.sh/nodepool": "*"}
+    assert condition["StringEqualsIfExists"] == {"aws:RequestTag/eks:eks-cluster-name": CLUSTER}
+    assert set(condition["ForAllValues:StringEquals"]["aws:TagKeys"]) == {
+        "eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"}  # fmt: skip
 
 
 def test_launches_on_an_existing_launch_template_need_karpys_tags_on_it():

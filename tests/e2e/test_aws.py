@@ -161,8 +161,23 @@ def test_200_pending_pods_run_on_ec2_instances_launched_through_the_aws_provider
                 assert claim["status"]["imageID"].startswith("ami-")
             for node in api.list("nodes"):
                 assert node["spec"]["providerID"].startswith("aws:///us-west-2")
+            eventually_fine(lambda: named_after_their_nodes(sandbox), within=120, interval=1.0)
         finally:
             karpy.kill()
+
+
+def named_after_their_nodes(sandbox: AwsSandbox) -> str:
+    """ "" once every NodeClaim is marked tagged and its instance's Name is its node's."""
+    claims = sandbox.api.list("nodeclaims")
+    names = {i["InstanceId"]: tag(i, "Name") for i in sandbox.instances()}
+    for claim in claims:
+        annotations = claim["metadata"].get("annotations") or {}
+        if annotations.get("karpenter.k8s.aws/tagged") != "true":
+            return f"{claim['metadata']['name']} not marked tagged"
+        instance_id = claim["status"]["providerID"].rsplit("/", 1)[-1]
+        if names.get(instance_id) != claim["status"]["nodeName"]:
+            return f"{instance_id} is named {names.get(instance_id)!r}"
+    return ""
 
 
 @pytest.mark.parametrize("seed", [1])

@@ -12,7 +12,9 @@ It ties the AWS parts together and owns none of their logic:
   `NodeClassNotReady` (the NodeClaim is deleted and its pods scheduled again);
 * drift compares the NodeClaim with its class (`karpy.cloud.aws.drift`);
 * its controllers are the EC2NodeClass controller, the catalog refreshers with learned
-  allocatable, and, when ``INTERRUPTION_QUEUE`` is set, the SQS interruption reader.
+  allocatable, EC2 status checks, launch template garbage collection, the tagging of
+  registered instances with their node's name (`karpy.cloud.aws.tagging`), and, when
+  ``INTERRUPTION_QUEUE`` is set, the SQS interruption reader.
 
 The cluster's endpoint, CA bundle and service CIDR, which user data needs, come from
 ``CLUSTER_ENDPOINT``/``CLUSTER_CA_BUNDLE`` or else from EKS DescribeCluster, once, on the
@@ -43,6 +45,7 @@ from karpy.base.clock import SYSTEM_CLOCK
 from karpy.cloud.aws import drift
 from karpy.cloud.aws.cluster import discover_cluster
 from karpy.cloud.aws.instancetypes import InstanceTypeProvider, LearnedCapacity
+from karpy.cloud.aws.instancetypes.metrics import InstanceTypeMetrics
 from karpy.cloud.aws.interruption import (
     InstanceStatusController,
     InterruptionController,
@@ -55,6 +58,7 @@ from karpy.cloud.aws.launch.templategc import LaunchTemplateGC
 from karpy.cloud.aws.nodeclass import nodeclass_controllers
 from karpy.cloud.aws.nodeclasses import NODE_CLASS, NODE_CLASSES
 from karpy.cloud.aws.reservationcounts import ReservationCounts
+from karpy.cloud.aws.tagging import NodeClaimTagging, tagging_controller
 from karpy.cloud.errors import NodeClaimNotFound, NodeClassNotReady
 from karpy.cloud.provider import Instance, RepairPolicy
 
@@ -119,8 +123,9 @@ class AWSCloudProvider:
         self.learned = LearnedCapacity(clock=clock)
         self.reservations = ReservationCounts(clock=clock)
         self.instance_types = InstanceTypeProvider(
-            clients, settings, unavailable=unavailable, clock=clock, learned=self.learned
-        )
+            clients, settings, unavailable=unavailable, clock=clock, learned=self.learned,
+            metrics=InstanceTypeMetrics(metrics.registry) if metrics is not None else None,
+        )  # fmt: skip
         self._launcher: InstanceLauncher | None = None
         self._launcher_lock = asyncio.Lock()
 
@@ -259,8 +264,8 @@ class AWSCloudProvider:
 
     def controllers(self, recorder: EventRecorder) -> Sequence[Component]:
         """The EC2NodeClass controller, the catalog refreshers (with learned allocatable),
-        EC2 status checks, launch template garbage collection, and the SQS reader when
-        ``INTERRUPTION_QUEUE`` is set."""
+        EC2 status checks, launch template garbage collection, the Name tagging of
+        registered instances, and the SQS reader when ``INTERRUPTION_QUEUE`` is set."""
         components: list[Component] = list(
             nodeclass_controllers(
                 self.clients,
@@ -295,6 +300,9 @@ class AWSCloudProvider:
             LaunchTemplateGC(self.clients, self.settings.cluster_name,
                              launcher=lambda: self._launcher, clock=self.clock, registry=registry)
         )  # fmt: skip
+        tagging = NodeClaimTagging(self.clients, self.settings.cluster_name, state=self.state,
+                                   client=self.client, clock=self.clock)  # fmt: skip
+        components.append(tagging_controller(tagging, metrics=self.controller_metrics))
         if self.settings.interruption_queue:
             reader = InterruptionController(
                 self.clients,

@@ -257,7 +257,8 @@ async def test_ensure_ready_fetches_the_catalog_once_for_concurrent_callers(
     assert p.ready and p.catalog_refreshes == 1
     assert len(p.list(make_nodeclass())) > 1300
     names = [c.name for c in p.controllers(state_from_objects([]), clock=p.clock)]
-    assert names == ["aws.instancetypes.catalog", "aws.pricing", "aws.instancetypes.capacity"]
+    assert names == ["aws.instancetypes.catalog", "aws.pricing", "aws.instancetypes.capacity",
+                     "aws.instancetypes.forget"]  # fmt: skip
 
 
 async def test_refreshers_run_at_start_and_every_twelve_hours() -> None:

@@ -21,6 +21,9 @@ how often its inputs change:
   memoised too, on the shape key plus zones, reservations, ICE-cache and price versions:
   `list` returns *the same tuple object* while none of these changed, so callers may
   cache what they derive from it by identity.
+* **Per new list**: the ``karpenter_cloudprovider_instance_type_*`` gauges
+  (`karpy.cloud.aws.instancetypes.metrics`) are brought up to date when the tuple `list`
+  returns for a class is not the one it returned last, so never in an unchanged round.
 
 Types that no AMI in ``status.amis`` can serve (by the AMIs' requirements, e.g. GPU types
 for a non-GPU AMI) are left out; with no AMIs resolved yet nothing is filtered.
@@ -51,6 +54,7 @@ from karpy.cloud.aws.instancetypes.catalog import Catalog, fetch_catalog
 from karpy.cloud.aws.instancetypes.compatibility import compatible_with_nodeclass
 from karpy.cloud.aws.instancetypes.families import family
 from karpy.cloud.aws.instancetypes.learned import LearnedCapacity, LearnedCapacityController
+from karpy.cloud.aws.instancetypes.metrics import DeletedNodeClasses, InstanceTypeMetrics
 from karpy.cloud.aws.instancetypes.pricing import PricingProvider
 from karpy.log import get_logger
 from karpy.reconcile import Controller, Result, Singleton, requeue_after
@@ -105,9 +109,11 @@ class InstanceTypeProvider:
         clock: Clock = SYSTEM_CLOCK,
         learned: LearnedCapacity | None = None,
         catalog: Catalog | None = None,
+        metrics: InstanceTypeMetrics | None = None,
     ) -> None:
         """``catalog`` starts the provider with an already fetched catalog (tests and tools
-        that share one fetch); `refresh` replaces it as usual."""
+        that share one fetch); `refresh` replaces it as usual. ``metrics`` gets each
+        class's list when it changes."""
         self.clients = clients
         self.settings = settings
         self.unavailable = unavailable
@@ -127,6 +133,8 @@ class InstanceTypeProvider:
         )
         self._lists: OrderedDict[tuple[Any, ...], tuple[InstanceType, ...]] = OrderedDict()
         self._keys_by_class: dict[str, tuple[EC2NodeClass, tuple[Any, ...], tuple[Any, ...]]] = {}
+        self.metrics = metrics
+        self._published: dict[str, tuple[InstanceType, ...]] = {}  # by class, for metrics
 
     # --- state ------------------------------------------------------------------------------
 
@@ -202,12 +210,15 @@ class InstanceTypeProvider:
         capacities = tuple(sorted((reservation_capacity or {}).items()))
         key = (shape_key, offer_key, capacities, self.unavailable.version, self.pricing.version,
                self.learned.version)  # fmt: skip
-        cached = self._lists.get(key)
-        if cached is not None:
-            return cached
-        shapes = self._learned_shapes(catalog, nodeclass, shape_key)
-        out = self._compose(shapes, nodeclass, dict(reservation_capacity or {}))
-        _remember(self._lists, key, out, LIST_CACHE_SIZE)
+        out = self._lists.get(key)
+        if out is None:
+            shapes = self._learned_shapes(catalog, nodeclass, shape_key)
+            out = self._compose(shapes, nodeclass, dict(reservation_capacity or {}))
+            _remember(self._lists, key, out, LIST_CACHE_SIZE)
+        if self.metrics is not None and self._published.get(nodeclass.name) is not out:
+            self._published[nodeclass.name] = out
+            reserved = self.settings.feature_gates.reserved_capacity
+            self.metrics.publish(nodeclass.name, out, catalog.types, reserved_series=reserved)
         return out
 
     def _keys(self, nodeclass: EC2NodeClass) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
@@ -345,6 +356,12 @@ class InstanceTypeProvider:
                                          overhead=ts.shape.overhead.total()))  # fmt: skip
         return tuple(out)
 
+    def forget(self, nodeclass: str) -> None:
+        """Drop what is kept for a deleted class: its keys and its gauges' series."""
+        self._keys_by_class.pop(nodeclass, None)
+        if self._published.pop(nodeclass, None) is not None and self.metrics is not None:
+            self.metrics.forget(nodeclass)
+
     def shapes(self, nodeclass: EC2NodeClass) -> dict[str, TypeShape]:
         """The shapes behind `list` for ``nodeclass``, by type name (for `explain`)."""
         catalog = self._catalog
@@ -358,16 +375,19 @@ class InstanceTypeProvider:
     def controllers(
         self, state: ClusterState, *, clock: Clock, metrics: ControllerMetrics | None = None
     ) -> builtins.list[Component]:
-        """The catalog and price refreshers (every 12 h) and the learned-capacity recorder."""
+        """The catalog and price refreshers (every 12 h), the learned-capacity recorder,
+        and the forgetting of deleted classes."""
         catalog = PeriodicRefresh("aws.instancetypes.catalog", self.refresh_catalog)
         prices = PeriodicRefresh("aws.pricing", self.refresh_pricing)
         learned = LearnedCapacityController(state, self.learned)
+        deleted = DeletedNodeClasses(state, self.forget)
         return [
             Controller(Singleton(catalog), state, resync=REFRESH_PERIOD, needs_sync=False,
                        clock=clock, metrics=metrics),
             Controller(Singleton(prices), state, resync=REFRESH_PERIOD, needs_sync=False,
                        clock=clock, metrics=metrics),
             Controller(learned, state, clock=clock, metrics=metrics),
+            Controller(deleted, state, resync=None, clock=clock, metrics=metrics),
         ]  # fmt: skip
 
 

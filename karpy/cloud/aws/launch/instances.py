@@ -6,6 +6,9 @@ launched. ``terminated`` instances count as gone; ``shutting-down`` ones are sti
 marked terminating, so garbage collection and termination can tell "going" from "gone".
 EC2's ``InvalidInstanceID.NotFound`` becomes `NodeClaimNotFound`.
 
+`create_instance_tags` adds tags to one instance after its launch (the
+``nodeclaim.tagging`` controller's Name tag, `karpy.cloud.aws.tagging`).
+
 Only karpy's own instances are ever listed or terminated: `list_instances` asks EC2 for
 the ownership tags (`karpy.cloud.aws.launch.tags.owned_instance_filters`) and checks them
 again on what comes back, and `terminate_instance` reads the instance's tags first and
@@ -40,6 +43,7 @@ from karpy.cloud.aws.launch.providerid import provider_id
 from karpy.cloud.aws.launch.tags import (
     TAG_NODECLAIM,
     TAG_NODEPOOL,
+    ec2_tags,
     is_owned_instance,
     owned_instance_filters,
     tags_of,
@@ -56,7 +60,9 @@ if TYPE_CHECKING:
 __all__ = [
     "LIVE_STATES",
     "TERMINATING_STATES",
+    "create_instance_tags",
     "describe",
+    "describe_instance",
     "get_instance",
     "instance_record",
     "list_instances",
@@ -133,7 +139,9 @@ def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
-async def _describe_one(clients: AWSClients, instance_id: str) -> dict[str, Any]:
+async def describe_instance(clients: AWSClients, instance_id: str) -> dict[str, Any]:
+    """The DescribeInstances entry of one instance that is not terminated;
+    `NodeClaimNotFound` when there is none."""
     try:
         found = await describe(clients, InstanceIds=[instance_id], Filters=[_state_filter()])
     except ClientError as exc:
@@ -147,7 +155,7 @@ async def _describe_one(clients: AWSClients, instance_id: str) -> dict[str, Any]
 
 async def get_instance(clients: AWSClients, instance_id: str) -> Instance:
     """The instance; `NodeClaimNotFound` when it does not exist or is terminated."""
-    return instance_record(await _describe_one(clients, instance_id))
+    return instance_record(await describe_instance(clients, instance_id))
 
 
 async def list_instances(clients: AWSClients, cluster_name: str) -> list[Instance]:
@@ -163,7 +171,7 @@ async def list_instances(clients: AWSClients, cluster_name: str) -> list[Instanc
 async def terminate_instance(clients: AWSClients, instance_id: str, *, cluster_name: str) -> None:
     """Begin terminating the instance (nothing to do when it is already shutting down);
     `NodeClaimNotFound` when it is gone or is not karpy's for ``cluster_name``."""
-    raw = await _describe_one(clients, instance_id)
+    raw = await describe_instance(clients, instance_id)
     if not is_owned_instance(tags_of(raw.get("Tags")), cluster_name):
         log.warning("refused to terminate instance: not karpy's", instance=instance_id,
                     cluster=cluster_name)  # fmt: skip
@@ -173,6 +181,20 @@ async def terminate_instance(clients: AWSClients, instance_id: str, *, cluster_n
     ec2 = await clients.ec2()
     try:
         await ec2.terminate_instances(InstanceIds=[instance_id])
+    except ClientError as exc:
+        if _code(exc) == NOT_FOUND:
+            raise NodeClaimNotFound(f"instance {instance_id} not found") from None
+        raise
+
+
+async def create_instance_tags(
+    clients: AWSClients, instance_id: str, tags: Mapping[str, str]
+) -> None:
+    """Add ``tags`` to the instance (CreateTags); `NodeClaimNotFound` when it is gone. The
+    caller checks ownership first (`karpy.cloud.aws.tagging`)."""
+    ec2 = await clients.ec2()
+    try:
+        await ec2.create_tags(Resources=[instance_id], Tags=ec2_tags(tags))
     except ClientError as exc:
         if _code(exc) == NOT_FOUND:
             raise NodeClaimNotFound(f"instance {instance_id} not found") from None
