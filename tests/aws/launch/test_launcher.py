@@ -129,6 +129,41 @@ async def test_bottlerocket_templates_get_the_families_two_volumes(
     assert "cluster-name = 'test-cluster'" in base64.b64decode(data["UserData"]).decode()
 
 
+async def test_a_class_with_enclaves_enabled_launches_with_them_in_its_template(
+    launcher: InstanceLauncher, aws_account: Account, aws_clients: AWSClients, priced: Any
+) -> None:
+    enclaves = nodeclass(aws_account, spec={"enclaveOptions": {"enabled": True}})
+    await launcher.create(nodeclaim(requirements=ON_DEMAND), enclaves, [priced("m5.xlarge")])
+    (template,) = await templates(aws_clients)
+    assert template["Data"]["EnclaveOptions"] == {"Enabled": True}
+
+
+@pytest.mark.parametrize("spec", [{}, {"enclaveOptions": {"enabled": False}}], ids=["unset", "off"])
+async def test_a_class_without_enclaves_launches_a_template_without_them(
+    launcher: InstanceLauncher, aws_account: Account, aws_clients: AWSClients, priced: Any,
+    spec: dict[str, Any],
+) -> None:  # fmt: skip
+    await launcher.create(nodeclaim(requirements=ON_DEMAND), nodeclass(aws_account, spec=spec),
+                          [priced("m5.xlarge")])  # fmt: skip
+    (template,) = await templates(aws_clients)
+    assert "EnclaveOptions" not in template["Data"]
+
+
+async def test_a_nodeclaim_requesting_the_nitro_sandbox_resource_gets_enclaves(
+    launcher: InstanceLauncher, aws_account: Account, aws_clients: AWSClients, priced: Any
+) -> None:
+    """Karpenter v1.14's path: the Nitro Enclaves device plugin's resource, given capacity
+    by a NodeOverlay, turns enclaves on without the class asking."""
+    sandbox = "eks.amazonaws.com/nitro-sandbox"
+    base = priced("m5.xlarge")
+    overlaid = attrs.evolve(base, capacity={**base.capacity, sandbox: 4000},
+                            allocatable={**base.allocatable, sandbox: 4000})  # fmt: skip
+    claim = nodeclaim(requirements=ON_DEMAND, requests={sandbox: "1"})
+    await launcher.create(claim, nodeclass(aws_account), [overlaid])
+    (template,) = await templates(aws_clients)
+    assert template["Data"]["EnclaveOptions"] == {"Enabled": True}
+
+
 async def test_a_second_create_returns_the_instance_already_launched(
     launcher: InstanceLauncher, aws_account: Account, aws_clients: AWSClients, priced: Any
 ) -> None:
