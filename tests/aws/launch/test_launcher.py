@@ -13,6 +13,7 @@ import yaml
 
 from karpy.apis.ec2nodeclass_status import CapacityReservation
 from karpy.cloud.aws.launch import InstanceLauncher, delete_launch_templates
+from karpy.cloud.aws.launch.fleet import CAPACITY_ERROR_CODES
 from karpy.cloud.aws.launch.userdata.mime import parse_archive
 from karpy.cloud.errors import CreateError, InsufficientCapacity, NodeClaimNotFound
 from karpy.scheduling.instancetypes import Offering, new_instance_type
@@ -228,6 +229,31 @@ async def test_insufficient_capacity_on_the_cheapest_falls_to_the_next_and_marks
     )
     assert instance.instance_type == "m5.xlarge"
     assert unavailable.is_unavailable("m5.large", "us-west-2a", "on-demand")
+
+
+@pytest.mark.parametrize(
+    "case",
+    [("SpotMaxPriceTooLow", "spot"),
+     *((c, "on-demand") for c in sorted(CAPACITY_ERROR_CODES - {"SpotMaxPriceTooLow"}))],
+    ids=lambda case: case[0],
+)  # fmt: skip
+async def test_every_capacity_error_code_marks_its_offering_unavailable(
+    launcher: InstanceLauncher,
+    aws_account: Account,
+    priced: Any,
+    ec2_faults: EC2Faults,
+    case: tuple[str, str],
+) -> None:
+    """An offering failing with any of the codes is skipped and cached as unavailable;
+    SpotMaxPriceTooLow (aws#9501) only ever concerns spot."""
+    code, capacity_type = case
+    zone = ["us-west-2a"]
+    ec2_faults.ice([("m5.large", "us-west-2a", capacity_type)], code=code)
+    wanted = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": [capacity_type]}]
+    types = [priced("m5.large", zones=zone, spot=True), priced("m5.xlarge", zones=zone, spot=True)]
+    instance = await launcher.create(nodeclaim(requirements=wanted), nodeclass(aws_account), types)
+    assert instance.instance_type == "m5.xlarge"
+    assert launcher.unavailable.current() == {("m5.large", "us-west-2a", capacity_type)}
 
 
 async def test_all_offerings_out_of_capacity_raise_insufficient_capacity_naming_them(
