@@ -92,6 +92,7 @@ CASES = [
     ("enable_zonal_shift", "true", True, "false", False),
     ("ami_refresh_interval", "5m", 5 * MINUTE, "1h", HOUR),
     ("subnet_refresh_interval", "90s", 90 * SECOND, "1m", MINUTE),
+    ("security_group_refresh_interval", "10m", 10 * MINUTE, "1m30s", 90 * SECOND),
     ("metrics_port", "9090", 9090, "65535", 65535),
     ("health_probe_port", "9091", 9091, "1", 1),
     ("metrics_bind_address", "127.0.0.1", "127.0.0.1", "::", "::"),
@@ -130,6 +131,7 @@ def test_defaults_are_karpenters():
     assert (settings.kube_client_qps, settings.kube_client_burst) == (200, 300)
     assert (settings.memory_limit, settings.cpu_requests) == (-1, 1000)
     assert settings.ami_refresh_interval == settings.subnet_refresh_interval == MINUTE
+    assert settings.security_group_refresh_interval == MINUTE
     assert settings.scheduling_timeout == 30 * SECOND
     assert settings.feature_gates == FeatureGates(
         node_repair=False,
@@ -198,6 +200,9 @@ def test_flag_given_as_separate_word():
          'AMI_REFRESH_INTERVAL (--ami-refresh-interval) = "30s": must be at least 1m'),
         ({"SUBNET_REFRESH_INTERVAL": "59.9s"},
          'SUBNET_REFRESH_INTERVAL (--subnet-refresh-interval) = "59.9s": must be at least 1m'),
+        ({"SECURITY_GROUP_REFRESH_INTERVAL": "30s"},
+         'SECURITY_GROUP_REFRESH_INTERVAL (--security-group-refresh-interval) = "30s": must be '
+         "at least 1m"),
         ({"FEATURE_GATES": "NodeOverlay"},
          'FEATURE_GATES (--feature-gates) = "NodeOverlay": "NodeOverlay" is not Name=true|false'),
         ({"FEATURE_GATES": "=true"},

@@ -37,6 +37,7 @@ __all__ = [
     "ConnectionTracking",
     "EC2NodeClass",
     "EC2NodeClassSpec",
+    "EnclaveOptions",
     "KubeletConfiguration",
     "MetadataOptions",
     "NetworkInterface",
@@ -169,6 +170,15 @@ class CPUOptions(Record):
 
 
 @attrs.frozen(slots=True, kw_only=True)
+class EnclaveOptions(Record):
+    """``spec.enclaveOptions`` (Karpenter v1.15): Nitro Enclaves on every node of the
+    class. Kept as its own object, not a bare flag, because ``enclaveOptions: {}`` and an
+    absent field differ for the drift hash, as in Karpenter."""
+
+    enabled: bool = wire("enabled", default=False)
+
+
+@attrs.frozen(slots=True, kw_only=True)
 class EC2NodeClassSpec(Record):
     subnet_selector_terms: tuple[SubnetSelectorTerm, ...] = wire("subnetSelectorTerms", always=True)
     security_group_selector_terms: tuple[SecurityGroupSelectorTerm, ...] = wire(
@@ -197,6 +207,11 @@ class EC2NodeClassSpec(Record):
     connection_tracking: ConnectionTracking | None = wire("connectionTracking", default=None)
     context: str | None = wire("context", default=None)
     cpu_options: CPUOptions | None = wire("cpuOptions", default=None)
+    enclave_options: EnclaveOptions | None = wire("enclaveOptions", default=None)
+
+    @property
+    def enclaves_enabled(self) -> bool:
+        return self.enclave_options is not None and self.enclave_options.enabled
 
 
 def _is_ip(text: str) -> bool:

@@ -131,6 +131,17 @@ _spec = obj(
             },
         ),
         "detailedMonitoring": boolean("Whether CloudWatch detailed monitoring is on."),
+        "enclaveOptions": obj(
+            "AWS Nitro Enclaves options of the nodes.",
+            {
+                "enabled": boolean(
+                    "Whether Nitro Enclaves are enabled on the nodes (only types that "
+                    "support them are then used). The enclave's CPUs and memory are not "
+                    "subtracted from allocatable: use a NodeOverlay for that.",
+                    default=False,
+                )
+            },
+        ),
         "instanceProfile": string(
             "An existing instance profile for the nodes (Karpenter does not manage it).",
             rules=(Rule("self != ''", "instanceProfile cannot be empty", lambda v: v != ""),),

@@ -283,6 +283,15 @@ def ec2nodeclass_hash(nodeclass: EC2NodeClass, ca_bundle: str | None = None) -> 
                     )
                 ),
             ),
+            (
+                # v1.15; nil (absent) is left out, so classes without it keep their hash.
+                "EnclaveOptions",
+                None
+                if spec.enclave_options is None
+                else Ptr(
+                    GoStruct("EnclaveOptions", (("Enabled", Bool(spec.enclave_options.enabled)),))
+                ),
+            ),
         ),
     )
     return str(go_hash(Slice((go_spec, nodeclass.ami_family, ca_bundle or ""))))

@@ -195,8 +195,8 @@ def integer(
     )
 
 
-def boolean(description: str = "") -> Schema:
-    return Schema("boolean", description)
+def boolean(description: str = "", *, default: Any = NO_DEFAULT) -> Schema:
+    return Schema("boolean", description, default=default)
 
 
 def obj(

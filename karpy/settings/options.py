@@ -130,6 +130,8 @@ OPTIONS: tuple[Option, ...] = (
            "AMIs are resolved again.", "AWS", _DURATION),
     Option("subnet_refresh_interval", "1m", _duration(MINUTE, "must be at least 1m"), "How "
            "often subnets are resolved again.", "AWS", _DURATION),
+    Option("security_group_refresh_interval", "1m", _duration(MINUTE, "must be at least 1m"),
+           "How often security groups are resolved again.", "AWS", _DURATION),
     Option("metrics_port", "8080", _port, "Port of /metrics.", "operator", "PORT"),
     Option("health_probe_port", "8081", _port, "Port of /healthz and /readyz.", "operator",
            "PORT"),

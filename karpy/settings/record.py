@@ -58,6 +58,7 @@ class Settings:
     enable_zonal_shift: bool = False
     ami_refresh_interval: int = MINUTE
     subnet_refresh_interval: int = MINUTE
+    security_group_refresh_interval: int = MINUTE
     metrics_port: int = 8080
     health_probe_port: int = 8081
     metrics_bind_address: str = "0.0.0.0"

@@ -105,6 +105,7 @@ def test_every_spec_field_is_read():
             "connectionTracking": {"tcpEstablishedTimeout": 3600},
             "context": "ctx",
             "cpuOptions": {"nestedVirtualization": "enabled"},
+            "enclaveOptions": {"enabled": True},
         }
     )
     spec = parse(obj).spec
@@ -159,6 +160,7 @@ def test_every_spec_field_is_read():
     assert spec.connection_tracking.tcp_established_timeout == 3600
     assert spec.context == "ctx"
     assert spec.cpu_options is not None and spec.cpu_options.nested_virtualization == "enabled"
+    assert spec.enclaves_enabled
     assert spec.tags == {"team": "a"}
     printed = parse(obj).to_dict()["spec"]
     # Explicit false and zero survive printing (they differ from "not set").

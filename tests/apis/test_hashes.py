@@ -98,6 +98,8 @@ EBS = "spec.blockDeviceMappings[0].ebs"
         ("spec.connectionTracking", {"udpStreamTimeout": 120}, "17567831983996427"),
         ("spec.connectionTracking", {"udpTimeout": 45}, "5078825826133662844"),
         ("spec.cpuOptions", {"nestedVirtualization": "enabled"}, "17001101224536964682"),
+        # v1.15's field, with the static hash of aws#9486's test suite
+        ("spec.enclaveOptions", {"enabled": True}, "11000487401348801859"),
     ],
 )
 def test_node_class_hash_equals_karpenters(path, value, expected):
@@ -123,6 +125,15 @@ def test_node_class_hash_with_an_instance_profile_equals_karpenters():
 )
 def test_node_class_hash_ignores_selectors_and_order(path, value):
     assert hash_of(changed(base_nodeclass(), path, value)) == BASE_HASH
+
+
+def test_node_class_hash_without_enclave_options_is_unchanged():
+    """Nodes launched before ``spec.enclaveOptions`` existed must not drift: an absent field
+    hashes as before, while ``{}`` (enabled defaulted to false) is a set field, as in Go."""
+    document = base_nodeclass()
+    assert EC2NodeClass.from_dict(document).spec.enclave_options is None
+    assert hash_of(document) == BASE_HASH
+    assert hash_of(changed(base_nodeclass(), "spec.enclaveOptions", {})) != BASE_HASH
 
 
 def test_node_class_hash_ignores_block_device_order():

@@ -10,7 +10,9 @@ consumes the throttle budget. It is shared between the server's request threads 
 the test (or the sandbox's HTTP route) that sets it, hence the lock.
 
 An offering is ``(instance type, zone, capacity type)``; ``"*"`` in any position matches
-everything (``("*", "us-west-2a", "spot")`` is a zone-wide spot outage).
+everything (``("*", "us-west-2a", "spot")`` is a zone-wide spot outage). An outage answers
+``InsufficientInstanceCapacity`` unless another code is given (``SpotMaxPriceTooLow``,
+``VcpuLimitExceeded``, ...: every code an autoscaler reads as "no capacity here").
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-__all__ = ["CapacityPool", "EC2Faults"]
+__all__ = ["ICE_CODE", "CapacityPool", "EC2Faults"]
 
 CapacityPool = tuple[str, str, str]  # (instance type, zone, capacity type)
 WILDCARD = "*"
+ICE_CODE = "InsufficientInstanceCapacity"
 
 
 class EC2Faults:
@@ -32,27 +35,33 @@ class EC2Faults:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._ice: set[CapacityPool] = set()
+        self._ice: dict[CapacityPool, str] = {}  # offering → the error code it answers
         self._throttle: dict[str, int] = {}
         self.throttled: dict[str, int] = {}
 
-    def ice(self, offerings: Iterable[Iterable[str]]) -> None:
-        """Make these offerings (type, zone, capacity type) unavailable until `clear`."""
+    def ice(self, offerings: Iterable[Iterable[str]], code: str = ICE_CODE) -> None:
+        """Make these offerings (type, zone, capacity type) unavailable until `clear`,
+        failing with ``code``."""
         with self._lock:
             for offering in offerings:
                 instance_type, zone, capacity_type = offering
-                self._ice.add((instance_type, zone, capacity_type))
+                self._ice[(instance_type, zone, capacity_type)] = code
 
     def restore(self, offerings: Iterable[Iterable[str]]) -> None:
         """Give capacity back to these offerings."""
         with self._lock:
             for offering in offerings:
                 instance_type, zone, capacity_type = offering
-                self._ice.discard((instance_type, zone, capacity_type))
+                self._ice.pop((instance_type, zone, capacity_type), None)
 
     def is_unavailable(self, instance_type: str, zone: str, capacity_type: str) -> bool:
+        return self.capacity_error(instance_type, zone, capacity_type) is not None
+
+    def capacity_error(self, instance_type: str, zone: str, capacity_type: str) -> str | None:
+        """The error code a launch of this offering fails with (None: it has capacity)."""
+        pool = (instance_type, zone, capacity_type)
         with self._lock:
-            return any(_matches(rule, (instance_type, zone, capacity_type)) for rule in self._ice)
+            return next((code for rule, code in self._ice.items() if _matches(rule, pool)), None)
 
     def throttle(self, action: str, count: int) -> None:
         """Answer the next ``count`` calls of ``action`` (``CreateFleet``, or ``*``) with

@@ -16,7 +16,8 @@ what is left.
    the override or its subnet;
 2. answers ``InvalidParameterValue`` for types moto's catalog does not know,
    ``Unsupported`` for types not offered in the zone, and ``InsufficientInstanceCapacity``
-   for offerings the `EC2Faults` mark unavailable, one ``Errors[]`` entry each;
+   (or the code injected with the outage) for offerings the `EC2Faults` mark unavailable,
+   one ``Errors[]`` entry each;
 3. picks one remaining candidate by the strategy and prices of the `PriceTable`, and
    hands moto a fleet request with that single override to launch; with none left it
    answers a fleet id, no instances and the errors;
@@ -52,6 +53,7 @@ from moto.ec2.responses.fleets import Fleets
 from moto.ec2.utils import random_fleet_id
 
 from karpy.sandbox.aws import reservations
+from karpy.sandbox.aws.faults import ICE_CODE
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -167,12 +169,15 @@ def _unavailable(candidate: Candidate, region: str, lifecycle: str,
             f"Your requested instance type ({name}) is not supported in your requested "
             f"Availability Zone ({zone})."
         )
-    if faults.is_unavailable(name, zone, lifecycle):
-        return "InsufficientInstanceCapacity", (
+    code = faults.capacity_error(name, zone, lifecycle)
+    if code == ICE_CODE:
+        return code, (
             f"We currently do not have sufficient {name} capacity in the Availability Zone "
             f"you requested ({zone}). Our system will be working on provisioning additional "
             "capacity."
         )
+    if code is not None:
+        return code, f"{code}: no {lifecycle} {name} in {zone} (injected by the sandbox)."
     return None
 
 

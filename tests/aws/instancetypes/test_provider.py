@@ -184,6 +184,20 @@ async def test_types_no_ami_can_serve_are_left_out(
     assert "m6g.large" not in amd64_only and "m5.large" in amd64_only
 
 
+async def test_enclaves_make_every_offering_of_types_without_them_unavailable(
+    aws_account: Account, aws_clients: AWSClients, moto_catalog: Catalog
+) -> None:
+    """In the catalogue m5.xlarge supports Nitro Enclaves and m5.large does not."""
+    p = provider(aws_clients, moto_catalog)
+    amis = standard_amis(aws_account)
+    plain = by_name(p.list(make_nodeclass(amis=amis)))
+    enclaves_on = {"enclaveOptions": {"enabled": True}}
+    enclaves = by_name(p.list(make_nodeclass(amis=amis, spec=enclaves_on)))
+    assert any(o.available for o in plain["m5.large"].offerings)
+    assert not any(o.available for o in enclaves["m5.large"].offerings)
+    assert any(o.available for o in enclaves["m5.xlarge"].offerings)
+
+
 async def test_learned_memory_replaces_the_estimate_for_that_type_and_ami(
     aws_account: Account, aws_clients: AWSClients, moto_catalog: Catalog
 ) -> None:

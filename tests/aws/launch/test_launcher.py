@@ -13,6 +13,7 @@ import yaml
 
 from karpy.apis.ec2nodeclass_status import CapacityReservation
 from karpy.cloud.aws.launch import InstanceLauncher, delete_launch_templates
+from karpy.cloud.aws.launch.fleet import CAPACITY_ERROR_CODES
 from karpy.cloud.aws.launch.userdata.mime import parse_archive
 from karpy.cloud.errors import CreateError, InsufficientCapacity, NodeClaimNotFound
 from karpy.scheduling.instancetypes import Offering, new_instance_type
@@ -129,6 +130,41 @@ async def test_bottlerocket_templates_get_the_families_two_volumes(
     assert "cluster-name = 'test-cluster'" in base64.b64decode(data["UserData"]).decode()
 
 
+async def test_a_class_with_enclaves_enabled_launches_with_them_in_its_template(
+    launcher: InstanceLauncher, aws_account: Account, aws_clients: AWSClients, priced: Any
+) -> None:
+    enclaves = nodeclass(aws_account, spec={"enclaveOptions": {"enabled": True}})
+    await launcher.create(nodeclaim(requirements=ON_DEMAND), enclaves, [priced("m5.xlarge")])
+    (template,) = await templates(aws_clients)
+    assert template["Data"]["EnclaveOptions"] == {"Enabled": True}
+
+
+@pytest.mark.parametrize("spec", [{}, {"enclaveOptions": {"enabled": False}}], ids=["unset", "off"])
+async def test_a_class_without_enclaves_launches_a_template_without_them(
+    launcher: InstanceLauncher, aws_account: Account, aws_clients: AWSClients, priced: Any,
+    spec: dict[str, Any],
+) -> None:  # fmt: skip
+    await launcher.create(nodeclaim(requirements=ON_DEMAND), nodeclass(aws_account, spec=spec),
+                          [priced("m5.xlarge")])  # fmt: skip
+    (template,) = await templates(aws_clients)
+    assert "EnclaveOptions" not in template["Data"]
+
+
+async def test_a_nodeclaim_requesting_the_nitro_sandbox_resource_gets_enclaves(
+    launcher: InstanceLauncher, aws_account: Account, aws_clients: AWSClients, priced: Any
+) -> None:
+    """Karpenter v1.14's path: the Nitro Enclaves device plugin's resource, given capacity
+    by a NodeOverlay, turns enclaves on without the class asking."""
+    sandbox = "eks.amazonaws.com/nitro-sandbox"
+    base = priced("m5.xlarge")
+    overlaid = attrs.evolve(base, capacity={**base.capacity, sandbox: 4000},
+                            allocatable={**base.allocatable, sandbox: 4000})  # fmt: skip
+    claim = nodeclaim(requirements=ON_DEMAND, requests={sandbox: "1"})
+    await launcher.create(claim, nodeclass(aws_account), [overlaid])
+    (template,) = await templates(aws_clients)
+    assert template["Data"]["EnclaveOptions"] == {"Enabled": True}
+
+
 async def test_a_second_create_returns_the_instance_already_launched(
     launcher: InstanceLauncher, aws_account: Account, aws_clients: AWSClients, priced: Any
 ) -> None:
@@ -193,6 +229,31 @@ async def test_insufficient_capacity_on_the_cheapest_falls_to_the_next_and_marks
     )
     assert instance.instance_type == "m5.xlarge"
     assert unavailable.is_unavailable("m5.large", "us-west-2a", "on-demand")
+
+
+@pytest.mark.parametrize(
+    "case",
+    [("SpotMaxPriceTooLow", "spot"),
+     *((c, "on-demand") for c in sorted(CAPACITY_ERROR_CODES - {"SpotMaxPriceTooLow"}))],
+    ids=lambda case: case[0],
+)  # fmt: skip
+async def test_every_capacity_error_code_marks_its_offering_unavailable(
+    launcher: InstanceLauncher,
+    aws_account: Account,
+    priced: Any,
+    ec2_faults: EC2Faults,
+    case: tuple[str, str],
+) -> None:
+    """An offering failing with any of the codes is skipped and cached as unavailable;
+    SpotMaxPriceTooLow (aws#9501) only ever concerns spot."""
+    code, capacity_type = case
+    zone = ["us-west-2a"]
+    ec2_faults.ice([("m5.large", "us-west-2a", capacity_type)], code=code)
+    wanted = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": [capacity_type]}]
+    types = [priced("m5.large", zones=zone, spot=True), priced("m5.xlarge", zones=zone, spot=True)]
+    instance = await launcher.create(nodeclaim(requirements=wanted), nodeclass(aws_account), types)
+    assert instance.instance_type == "m5.xlarge"
+    assert launcher.unavailable.current() == {("m5.large", "us-west-2a", capacity_type)}
 
 
 async def test_all_offerings_out_of_capacity_raise_insufficient_capacity_naming_them(

@@ -279,7 +279,8 @@ async def test_the_controllers_run_as_components_until_the_class_is_ready(
         apiserver.store.create(NODECLASSES, nodeclass_dict())
         minutes = 60 * 10**9
         settings = Settings(cluster_name=CLUSTER, ami_refresh_interval=3 * minutes,
-                            subnet_refresh_interval=2 * minutes)  # fmt: skip
+                            subnet_refresh_interval=2 * minutes,
+                            security_group_refresh_interval=4 * minutes)  # fmt: skip
         components = nodeclass_controllers(aws_clients, settings, state=world.state,
                                            client=world.client, clock=SYSTEM_CLOCK,
                                            recorder=world.recorder, k8s_version="1.31")  # fmt: skip
@@ -296,7 +297,8 @@ async def test_the_controllers_run_as_components_until_the_class_is_ready(
 
             await eventually(ready_and_hashed, within=20.0)
             resolver = components[0].reconciler.resolver  # type: ignore[attr-defined]
-            assert (resolver.ami_refresh, resolver.subnet_refresh) == (180.0, 120.0)
+            assert (resolver.ami_refresh, resolver.subnet_refresh,
+                    resolver.security_group_refresh) == (180.0, 120.0, 240.0)  # fmt: skip
         finally:
             stop.set()
             await asyncio.gather(*tasks)

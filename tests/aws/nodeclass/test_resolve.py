@@ -120,6 +120,21 @@ async def test_selectors_that_match_nothing_say_which_selector(
     assert result.requeue_after == 60.0
 
 
+@pytest.mark.parametrize("minutes", [2, 7])
+async def test_a_ready_class_is_looked_at_again_after_the_security_group_refresh(
+    aws_account: Account, aws_clients: AWSClients, minutes: int
+):
+    """``SECURITY_GROUP_REFRESH_INTERVAL`` (Karpenter v1.15), here the shortest refresh
+    (reserved capacity off: its reservations are polled every minute)."""
+    resolver = NodeClassResolver(
+        aws_clients, cluster_name=CLUSTER, reserved_capacity=False, ami_refresh=900.0,
+        subnet_refresh=900.0, security_group_refresh=60.0 * minutes,
+    )  # fmt: skip
+    result = await resolver.resolve(nodeclass(), "1.31")
+    assert result.ready
+    assert result.requeue_after == 60.0 * minutes
+
+
 def _ids(account: Account, table: str, *keys: str) -> set[str]:
     found = getattr(account, table)
     return {image for key in keys for image in found[key].values()}

@@ -166,6 +166,18 @@ def test_nodeclass_with_role_and_instance_profile_is_rejected_by_its_rule(schema
     )
 
 
+def test_nodeclass_enclave_options_are_kept_and_defaulted(schemas):
+    """Karpenter v1.15's ``spec.enclaveOptions``: not pruned, ``enabled`` defaults to false."""
+    nodeclass = copy.deepcopy(EC2NODECLASS)
+    nodeclass["spec"]["enclaveOptions"] = {"enabled": True}
+    assert admit(schemas["EC2NodeClass"], nodeclass) == ""
+    schemas["EC2NodeClass"].prune(nodeclass)
+    assert nodeclass["spec"]["enclaveOptions"] == {"enabled": True}
+    nodeclass["spec"]["enclaveOptions"] = {}
+    schemas["EC2NodeClass"].apply_defaults(nodeclass)
+    assert nodeclass["spec"]["enclaveOptions"] == {"enabled": False}
+
+
 def test_wrong_type_blocks_the_rules(schemas):
     pool = copy.deepcopy(NODEPOOL)
     pool["spec"]["weight"] = "heavy"

@@ -205,6 +205,7 @@ it has one. Variables named in controller.env are left to it.
 {{- include "karpy.envVar" (dict "root" $root "name" "DISABLE_DRY_RUN" "value" $s.disableDryRun) }}
 {{- include "karpy.envVar" (dict "root" $root "name" "AMI_REFRESH_INTERVAL" "value" $s.amiRefreshInterval) }}
 {{- include "karpy.envVar" (dict "root" $root "name" "SUBNET_REFRESH_INTERVAL" "value" $s.subnetRefreshInterval) }}
+{{- include "karpy.envVar" (dict "root" $root "name" "SECURITY_GROUP_REFRESH_INTERVAL" "value" $s.securityGroupRefreshInterval) }}
 {{- include "karpy.envVar" (dict "root" $root "name" "SCHEDULING_TIMEOUT" "value" $s.schedulingTimeout) }}
 {{- include "karpy.envVar" (dict "root" $root "name" "CLOUD_PROVIDER" "value" $s.cloudProvider) }}
 {{- include "karpy.envVar" (dict "root" $root "name" "FAKE_INSTANCE_TYPES" "value" $s.fakeInstanceTypes) }}

@@ -2,7 +2,8 @@
 
 Some settings of a class rule types out regardless of capacity: the network interfaces
 it asks for (cards, device indexes, EFA-only interfaces the type lacks), AL2023 on ``a1``
-(unsupported by that OS), nested virtualisation on processors without it, connection
+(unsupported by that OS), nested virtualisation on processors without it, Nitro Enclaves
+(``spec.enclaveOptions``) where ``NitroEnclavesSupport`` is not ``supported``, connection
 tracking off Nitro. As in Karpenter, such a type stays in the list with every offering
 unavailable, so a NodePool that names it explicitly is told why nothing launches.
 """
@@ -54,4 +55,6 @@ def compatible_with_nodeclass(
         features = (record.get("ProcessorInfo") or {}).get("SupportedFeatures") or ()
         if "nested-virtualization" not in features:
             return False
+    if nodeclass.spec.enclaves_enabled and record.get("NitroEnclavesSupport") != "supported":
+        return False
     return nodeclass.spec.connection_tracking is None or record.get("Hypervisor") == "nitro"

@@ -234,6 +234,7 @@ class InstanceTypeProvider:
             spec.instance_store_policy,
             repr(spec.network_interfaces),
             repr(spec.cpu_options),
+            spec.enclaves_enabled,
             spec.connection_tracking is not None,
             tuple((a.id, repr(a.requirements)) for a in status.amis),
             self._catalog_version,

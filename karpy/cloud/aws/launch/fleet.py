@@ -45,10 +45,12 @@ __all__ = [
     "zonal_subnets",
 ]
 
+# Karpenter v1.14.1's unfulfillable-capacity codes, plus SpotMaxPriceTooLow (aws#9501,
+# after v1.14.1): spot priced above the on-demand price that caps it is no spot capacity.
 CAPACITY_ERROR_CODES: Final = frozenset(
     {"InsufficientInstanceCapacity", "MaxSpotInstanceCountExceeded", "VcpuLimitExceeded",
      "UnfulfillableCapacity", "Unsupported", "InsufficientFreeAddressesInSubnet",
-     "MaxFleetCountExceeded", "ReservationCapacityExceeded"}
+     "MaxFleetCountExceeded", "ReservationCapacityExceeded", "SpotMaxPriceTooLow"}
 )  # fmt: skip
 SPOT_ALLOCATION_STRATEGY: Final = "price-capacity-optimized"
 ON_DEMAND_ALLOCATION_STRATEGY: Final = "lowest-price"

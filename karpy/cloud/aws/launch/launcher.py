@@ -65,6 +65,7 @@ from karpy.cloud.aws.launch.tags import (
 )
 from karpy.cloud.aws.launch.templates import (
     LaunchTemplates,
+    enclaves_wanted,
     launch_template_data,
     launch_template_name,
 )
@@ -301,6 +302,7 @@ class InstanceLauncher:
                 capacity_type=capacity_type,
                 tags=tags,
                 reservation_id=reservation,
+                enclaves=enclaves_wanted(nodeclass, nodeclaim.spec.resources.requests),
             )
             name = launch_template_name(data, tags)
             try:

@@ -17,6 +17,13 @@ Defaults follow Karpenter: IMDSv2 required with a hop limit of 1 (the node class
 ``metadataOptions`` defaults), and when the class lists no block devices the AMI family's
 root volume (AL2/AL2023 ``/dev/xvda`` 20Gi gp3 encrypted; Bottlerocket ``/dev/xvda`` 4Gi
 plus ``/dev/xvdb`` 20Gi for data).
+
+Nitro Enclaves are turned on (``EnclaveOptions``) when the class sets
+``spec.enclaveOptions.enabled`` (Karpenter v1.15) or the NodeClaim requests the
+``eks.amazonaws.com/nitro-sandbox`` resource of the Nitro Enclaves device plugin (v1.14).
+Karpenter always writes ``EnclaveOptions`` (``Enabled: false`` by default); karpy writes it
+only when enabled, which EC2 reads the same, so templates made before the field existed
+keep their names.
 """
 
 from __future__ import annotations
@@ -53,9 +60,11 @@ if TYPE_CHECKING:
 __all__ = [
     "LAUNCH_TEMPLATE_PREFIX",
     "MAX_KNOWN",
+    "RESOURCE_NITRO_SANDBOX",
     "LaunchTemplates",
     "default_block_device_mappings",
     "delete_launch_templates",
+    "enclaves_wanted",
     "is_owned_template",
     "launch_template_data",
     "launch_template_name",
@@ -74,6 +83,14 @@ _NOT_FOUND: Final = frozenset(
 _ALREADY_EXISTS: Final = "InvalidLaunchTemplateName.AlreadyExistsException"
 
 _DEFAULT_EBS: Final = BlockDevice(encrypted=True, volume_type="gp3", volume_size="20Gi")
+
+RESOURCE_NITRO_SANDBOX: Final = "eks.amazonaws.com/nitro-sandbox"
+
+
+def enclaves_wanted(nodeclass: EC2NodeClass, requests: Mapping[str, int]) -> bool:
+    """Whether the instance needs Nitro Enclaves: the class asks for them, or the NodeClaim
+    requests the device plugin's enclave resource."""
+    return nodeclass.spec.enclaves_enabled or RESOURCE_NITRO_SANDBOX in requests
 
 
 def default_block_device_mappings(family: str) -> tuple[BlockDeviceMapping, ...]:
@@ -117,8 +134,10 @@ def launch_template_data(
     capacity_type: str,
     tags: Mapping[str, str],
     reservation_id: str = "",
+    enclaves: bool = False,
 ) -> dict[str, Any]:
-    """The ``LaunchTemplateData`` of one template (``user_data`` already base64)."""
+    """The ``LaunchTemplateData`` of one template (``user_data`` already base64);
+    ``enclaves`` turns Nitro Enclaves on (`enclaves_wanted`)."""
     spec, status = nodeclass.spec, nodeclass.status
     imds = spec.metadata_options
     mappings = spec.block_device_mappings or default_block_device_mappings(nodeclass.ami_family)
@@ -156,6 +175,8 @@ def launch_template_data(
             "CapacityReservationPreference": "capacity-reservations-only",
             "CapacityReservationTarget": {"CapacityReservationId": reservation_id},
         }
+    if enclaves:
+        data["EnclaveOptions"] = {"Enabled": True}
     return data
 
 

@@ -63,6 +63,7 @@ def nodeclass_controllers(
         verify_instance_profile=not settings.isolated_vpc,
         ami_refresh=settings.ami_refresh_interval / _NS_PER_SECOND,
         subnet_refresh=settings.subnet_refresh_interval / _NS_PER_SECOND,
+        security_group_refresh=settings.security_group_refresh_interval / _NS_PER_SECOND,
         reservation_counts=reservation_counts,
     )
     version = KubernetesVersion(client, fixed=k8s_version, clock=clock)

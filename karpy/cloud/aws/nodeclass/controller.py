@@ -11,7 +11,8 @@ One reconcile of a live class:
    was read, and only when something differs (a 409 is retried by the controller with
    the fresh object);
 4. asks to be run again after the shortest refresh of its steps (``AMI_REFRESH_INTERVAL``,
-   ``SUBNET_REFRESH_INTERVAL``, a minute for a selector that matched nothing...), so new
+   ``SUBNET_REFRESH_INTERVAL``, ``SECURITY_GROUP_REFRESH_INTERVAL``, a minute for a
+   selector that matched nothing...), so new
    AMIs, subnets filling up and tags added later are all picked up without any event.
 
 What wakes it: a change to a class's spec, finalizers or deletion (not the status and

@@ -77,7 +77,6 @@ __all__ = ["NodeClassResolver", "Resolution", "resolve"]
 log = get_logger("aws.nodeclass.resolve")
 
 NOT_FOUND_RETRY: Final = 60.0  # seconds: a selector that matched nothing is tried again
-SECURITY_GROUP_REFRESH: Final = 300.0
 VALIDATION_REFRESH: Final = 600.0
 _REQUIRED: Final = (AMIS_READY, INSTANCE_PROFILE_READY, SECURITY_GROUPS_READY, SUBNETS_READY)
 _AWAITING: Final = "Awaiting AMI, Instance Profile, Security Group, and Subnet resolution"
@@ -128,6 +127,7 @@ class NodeClassResolver:
         verify_instance_profile: bool = True,
         ami_refresh: float = 60.0,
         subnet_refresh: float = 60.0,
+        security_group_refresh: float = 60.0,
         profiles: InstanceProfiles | None = None,
         amis: AMIResolver | None = None,
         reservation_counts: ReservationCounts | None = None,
@@ -142,6 +142,7 @@ class NodeClassResolver:
         self.verify_instance_profile = verify_instance_profile
         self.ami_refresh = ami_refresh
         self.subnet_refresh = subnet_refresh
+        self.security_group_refresh = security_group_refresh
         self.conditions = nodeclass_conditions(reserved_capacity=reserved_capacity)
         self.profiles = profiles or InstanceProfiles(
             clients, cluster_name=cluster_name, region=self.region, clock=clock
@@ -239,7 +240,7 @@ class NodeClassResolver:
             return _Step(not_found, {"security_groups": ()}, NOT_FOUND_RETRY)
         return _Step(ConditionUpdate.true(SECURITY_GROUPS_READY),
                      {"security_groups": security_group_statuses(found)},
-                     SECURITY_GROUP_REFRESH)  # fmt: skip
+                     self.security_group_refresh)  # fmt: skip
 
     async def _instance_profile(self, nodeclass: EC2NodeClass) -> _Step:
         spec = nodeclass.spec
