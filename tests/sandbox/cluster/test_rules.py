@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from karpy.sandbox.apiserver.store import Entry
+from karpy.sandbox.apiserver.tables import parse_time
 from karpy.sandbox.cluster.kubepod import node_spec, pod_info
 from karpy.sandbox.cluster.nodematch import node_accepts
 from karpy.sandbox.cluster.podtemplate import safe_encode, template_hash, without_hash_label
@@ -101,3 +102,44 @@ def test_unschedulable_message_counts_the_first_failure_per_node():
         "Pod's node affinity/selector, 1 node(s) had untolerated taint {gpu: true}, "
         "1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }."
     )
+
+
+def test_scale_down_takes_the_lowest_pod_deletion_cost_then_the_doubled_up_first():
+    """kube-controller-manager's steps 4 and 5: the annotation karpy's
+    PodDeletionCostManagement writes, then pods sharing a node with more of their kind."""
+    ready = "2024-01-01T00:00:00Z"
+
+    def running(name: str, node: str, cost: str | None = None) -> Entry:
+        entry = _pod(name, node=node, phase="Running", ready_at=ready)
+        if cost is not None:
+            entry.obj["metadata"]["annotations"] = {
+                "controller.kubernetes.io/pod-deletion-cost": cost
+            }
+        return entry
+
+    pods = [running("a1", "a"), running("a2", "a"), running("b1", "b"),
+            running("c1", "c", cost="-5"), running("c2", "c", cost="junk"),
+            running("d1", "d", cost="100")]  # fmt: skip
+    order = [e.obj["metadata"]["name"] for e in pods_to_delete(pods, len(pods))]
+    # c1 has the lowest cost; "junk" counts 0 like no annotation; among cost 0, the
+    # doubled-up nodes (a: 2 pods, c: 2 pods) go before b's single pod; d1 costs most.
+    assert order == ["c1", "a1", "a2", "c2", "b1", "d1"]
+    # Related pods (another ReplicaSet of the same Deployment) count towards doubling up.
+    extra = [running("b-old", "b"), running("b-old2", "b")]
+    order = [e.obj["metadata"]["name"]
+             for e in pods_to_delete(pods, len(pods), related=[*pods, *extra])]  # fmt: skip
+    assert order == ["c1", "b1", "a1", "a2", "c2", "d1"]
+
+
+def test_scale_down_compares_times_on_a_logarithmic_scale():
+    """LogarithmicScaleDown: ready 100 s and 110 s ago are in the same power-of-two
+    bucket, so UID decides, not the 10 s; 1 s ago is a different bucket and goes first."""
+    now = parse_time("2024-01-01T01:00:00Z") or 0.0
+    pods = [_pod("p-old", node="n", phase="Running", ready_at="2024-01-01T00:58:10Z"),
+            _pod("p-new", node="n", phase="Running", ready_at="2024-01-01T00:58:20Z"),
+            _pod("p-now", node="n", phase="Running", ready_at="2024-01-01T00:59:59Z")]  # fmt: skip
+    pods[0].obj["metadata"]["uid"], pods[1].obj["metadata"]["uid"] = "uid-1", "uid-2"
+    order = [e.obj["metadata"]["name"] for e in pods_to_delete(pods, 3, now=now)]
+    assert order == ["p-now", "p-old", "p-new"]
+    plain = [e.obj["metadata"]["name"] for e in pods_to_delete(pods, 3)]
+    assert plain == ["p-now", "p-new", "p-old"]
