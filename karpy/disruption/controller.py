@@ -243,7 +243,7 @@ class Disruption:
             nominated=nominated,
             settings=self.settings,
             budget=SIMULATION_BUDGET,
-            emptying=emptying_nodes(candidates),
+            emptying=emptying_nodes(candidates, self._empty_allowed(snapshot, now)),
             pool_totals=pool_totals(
                 snapshot,
                 candidates,
@@ -307,6 +307,13 @@ class Disruption:
         return outcome
 
     # --- budgets ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _empty_allowed(snapshot: StateSnapshot, now: datetime) -> dict[str, int]:
+        """Per NodePool, how many nodes its budgets allow for ``Empty`` now, in-flight
+        disruptions aside: 0 means its empty nodes stay (`emptying_nodes`)."""
+        verdicts = budget_verdicts(snapshot, DisruptionReason.EMPTY, now)
+        return {name: verdict.allowed for name, verdict in verdicts.items()}
 
     def _budgets(
         self, snapshot: StateSnapshot, reason: DisruptionReason, now: datetime
@@ -377,7 +384,7 @@ class Disruption:
                 nominated=nominated,
                 settings=self.settings,
                 budget=SIMULATION_BUDGET,
-                emptying=emptying_nodes(fresh),
+                emptying=emptying_nodes(fresh, self._empty_allowed(snapshot, now)),
                 virtual=self._placeholders(),
             )
             spot_to_spot = self.settings.feature_gates.spot_to_spot_consolidation

@@ -51,6 +51,43 @@ def test_pods_still_move_onto_an_empty_node_cheaper_than_the_move_saves() -> Non
     assert [c.name for c in command.candidates] == ["holder"] and not command.replacements
 
 
+def test_a_move_that_saves_just_what_the_filled_empty_node_costs_is_refused() -> None:
+    """Equal prices: the move ends where emptiness would, with three pods disrupted for
+    nothing (seen in the sandbox after a scale-down emptied half a pool at once)."""
+    command, why = single(World(cluster(holder="c-4x-amd64-linux", empty="c-4x-amd64-linux")))
+    assert command is None
+    assert "as dear as" in why
+
+
+def test_an_empty_node_whose_pool_allows_no_empty_disruption_may_be_filled() -> None:
+    """A budget of 0 for Empty keeps empty nodes: the dear empty node stays either way,
+    so moving the cheap node's pods onto it saves the cheap node."""
+    pool = nodepool(budgets=[{"nodes": "0", "reasons": ["Empty"]}])
+    objects = [pool, *managed_node("holder", "c-4x-amd64-linux"),
+               *[pod_on("holder", f"web-{i}") for i in range(3)],
+               *managed_node("empty", "c-8x-amd64-linux", consolidatable=False)]  # fmt: skip
+    world = World(objects)
+    candidates = world.candidates()
+    assert emptying_nodes(candidates, {"default": 1}) != {}
+    emptying = emptying_nodes(candidates, {"default": 0})
+    assert emptying == {}
+    chosen = consolidation_candidates(candidates, {"default": 10})
+    outcome = single_node_command(chosen, world.simulate, spot_to_spot=False, emptying=emptying)
+    assert outcome.command is not None
+    assert [c.name for c in outcome.command.candidates] == ["holder"]
+
+
+def test_a_pass_reads_the_empty_budget_when_it_weighs_empty_destinations() -> None:
+    pool = nodepool(budgets=[{"nodes": "0", "reasons": ["Empty"]}])
+    objects = [pool, *managed_node("holder", "c-4x-amd64-linux"),
+               *[pod_on("holder", f"web-{i}") for i in range(3)],
+               *managed_node("empty", "c-8x-amd64-linux", consolidatable=False)]  # fmt: skip
+    run = decider(objects)
+    run.events_of_a_pass()
+    refusals = [e.message for e in run.recorder.events if e.reason == "Unconsolidatable"]
+    assert not any("would fill empty node" in m for m in refusals), refusals
+
+
 def test_without_knowing_the_empty_nodes_the_dear_move_is_what_karpenter_would_make() -> None:
     world = World(cluster(holder="c-4x-amd64-linux", empty="c-8x-amd64-linux"))
     chosen = consolidation_candidates(world.candidates(), {"default": 10})
@@ -115,3 +152,6 @@ def test_a_consolidation_never_ends_dearer_than_removing_the_empty_nodes(
                       - sum(emptying[n] for n in set(emptying) - removed - filled))  # fmt: skip
         emptiness_alone = sum(price.values()) - sum(emptying.values())
         assert after_move <= emptiness_alone + 1e-9
+        if filled or removed & set(emptying):
+            # A move that touches the empty nodes must beat emptiness, not tie with it.
+            assert after_move < emptiness_alone - 1e-9

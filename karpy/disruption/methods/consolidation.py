@@ -72,6 +72,9 @@ __all__ = [
 ]
 
 MIN_SPOT_TO_SPOT_OPTIONS: Final = 15
+# Prices per hour closer than this are equal: a move that saves no more than the empty
+# nodes it fills gains nothing over emptiness and still disrupts its pods.
+PRICE_EPSILON: Final = 1e-9
 # Seconds a "nothing to consolidate" answer is trusted while nothing it depends on changed.
 CONSOLIDATED_FOR: Final = 1800.0
 # The kinds of objects a consolidation answer depends on.
@@ -166,13 +169,21 @@ def consolidation_candidates(
     return [c for c in eligible if take_budget(left, c)]
 
 
-def emptying_nodes(candidates: Iterable[Candidate]) -> dict[str, float]:
+def emptying_nodes(
+    candidates: Iterable[Candidate], empty_allowed: Mapping[str, int] | None = None
+) -> dict[str, float]:
     """The empty candidates emptiness removes once they are Consolidatable (their pool
-    consolidates at all, their price is known), with their prices per hour."""
+    consolidates at all, their price is known), with their prices per hour.
+    ``empty_allowed``: per pool, how many nodes its budgets allow for ``Empty`` now
+    (before in-flight disruptions); a pool whose budgets allow none keeps its empty nodes,
+    so they are not about to go."""
     return {
         c.name: c.price
         for c in candidates
-        if c.empty and c.price is not None and c.pool.spec.disruption.consolidate_after is not None
+        if c.empty
+        and c.price is not None
+        and c.pool.spec.disruption.consolidate_after is not None
+        and (empty_allowed is None or empty_allowed.get(c.pool.name, 1) > 0)
     }
 
 
@@ -232,16 +243,17 @@ def _dearer_than_emptiness(
         p.offering.price for p in replacements
     )
     cost = sum(emptying[name] for name in filled)
-    if saves >= cost:
+    if saves > cost + PRICE_EPSILON:
         return ""
     if not filled:
         return (
             f"it saves ${saves:.4f}/h beyond removing the empty nodes among it: "
             "removing only those is cheaper"
         )
+    verdict = "dearer than" if cost > saves + PRICE_EPSILON else "as dear as"
     return (
         f"its pods would fill empty node{'s' if len(filled) > 1 else ''} "
-        f"{', '.join(filled)} (${cost:.4f}/h), dearer than the ${saves:.4f}/h this saves: "
+        f"{', '.join(filled)} (${cost:.4f}/h), {verdict} the ${saves:.4f}/h this saves: "
         "removing the empty node is cheaper"
     )
 
