@@ -59,7 +59,8 @@ class Expiration:
         return map(NodeClaimName, snapshot.nodeclaims)
 
     async def reconcile(self, key: NodeClaimName) -> Result:
-        claim = self.state.snapshot().nodeclaims.get(key)
+        snapshot = self.state.snapshot()
+        claim = snapshot.nodeclaims.get(key)
         if claim is None or claim.metadata.deletion_timestamp is not None:
             return DONE
         expire_after = claim.spec.expire_after
@@ -77,8 +78,10 @@ class Expiration:
         log.info("deleting expired nodeclaim", **obj_ref("NodeClaim", key),
                  expireAfter=claim.spec.expire_after_text or str(expire_after))  # fmt: skip
         if self.metrics is not None:
-            self.metrics.nodeclaims_disrupted.labels(
-                "expired", labels.get(LABEL_NODEPOOL, ""), labels.get(LABEL_CAPACITY_TYPE, ""),
-                "", "",
-            ).inc()  # fmt: skip
+            self.metrics.disrupted(
+                "expired",
+                labels.get(LABEL_NODEPOOL, ""),
+                labels.get(LABEL_CAPACITY_TYPE, ""),
+                pods=snapshot.reschedulable_count(claim.status.node_name),
+            )
         return DONE

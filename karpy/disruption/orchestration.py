@@ -25,6 +25,7 @@ picks each decision up where it stood.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
@@ -70,6 +71,8 @@ SEEN_GRACE: Final = timedelta(seconds=30)  # for a created replacement to reach 
 SEEN_GRACE_S: Final = SEEN_GRACE.total_seconds()
 TIMEOUT: Final = timedelta(minutes=10)  # Karpenter's floor for a command's wait
 POLL: Final = 5.0  # seconds between looks while replacements initialize
+# The reasons consolidation (emptiness, single- and multi-node) disrupts for.
+CONSOLIDATION_REASONS: Final = frozenset({"Underutilized", "Empty"})
 
 
 def is_marked(claim: NodeClaim) -> bool:
@@ -179,11 +182,17 @@ class DisruptionQueue:
                                            f"Disrupting Node: {reason}"):  # fmt: skip
             self.recorder.publish(event)
         if self.metrics is not None:
+            snapshot = self.state.snapshot()
             labels = claim.metadata.labels
             pool = labels.get(LABEL_NODEPOOL, "")
-            self.metrics.nodeclaims_disrupted.labels(
-                reason.lower(), pool, labels.get(LABEL_CAPACITY_TYPE, ""), "", "graceful"
-            ).inc()
+            self.metrics.disrupted(
+                reason.lower(),
+                pool,
+                labels.get(LABEL_CAPACITY_TYPE, ""),
+                pods=snapshot.reschedulable_count(node.name if node else claim.status.node_name),
+                consolidation_policy=_policy_label(snapshot, pool, reason),
+                termination_mode="graceful",
+            )
         return DONE
 
     async def _roll_back(
@@ -250,3 +259,13 @@ def _is_disrupted(taint: dict[str, Any]) -> bool:
 
 def _tainted(node: NodeInfo) -> bool:
     return any(t.matches(DISRUPTED_TAINT) for t in node.spec_taints)
+
+
+def _policy_label(snapshot: StateSnapshot, pool: str, reason: str) -> str:
+    """The pool's consolidation policy in snake case, for consolidation's reasons only
+    (drift is no consolidation): the metrics' ``consolidation_policy`` label."""
+    nodepool = snapshot.nodepools.get(pool)
+    if nodepool is None or reason not in CONSOLIDATION_REASONS:
+        return ""
+    policy = nodepool.spec.disruption.consolidation_policy
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", policy).lower()

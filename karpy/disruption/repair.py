@@ -174,9 +174,13 @@ class NodeRepair:
                 _snake(condition), pool, node.node.labels.get(LABEL_CAPACITY_TYPE, ""),
                 claim.status.image_id,
             ).inc()  # fmt: skip
-            self.metrics.nodeclaims_disrupted.labels(
-                "unhealthy", pool, node.node.labels.get(LABEL_CAPACITY_TYPE, ""), "", "forceful"
-            ).inc()
+            self.metrics.disrupted(
+                "unhealthy",
+                pool,
+                node.node.labels.get(LABEL_CAPACITY_TYPE, ""),
+                pods=snapshot.reschedulable_count(key),
+                termination_mode="forceful",
+            )
         return DONE
 
 

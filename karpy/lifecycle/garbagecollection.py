@@ -213,7 +213,9 @@ class GarbageCollection:
                  providerID=claim.status.provider_id)  # fmt: skip
         if self.ctx.metrics is not None:
             labels = claim.metadata.labels
-            self.ctx.metrics.nodeclaims_disrupted.labels(
-                "garbage_collected", labels.get(LABEL_NODEPOOL, ""),
-                labels.get(LABEL_CAPACITY_TYPE, ""), "", "",
-            ).inc()  # fmt: skip
+            self.ctx.metrics.disrupted(
+                "garbage_collected",
+                labels.get(LABEL_NODEPOOL, ""),
+                labels.get(LABEL_CAPACITY_TYPE, ""),
+                pods=self.ctx.state.snapshot().reschedulable_count(claim.status.node_name),
+            )

@@ -82,6 +82,15 @@ class KarpenterMetrics:
              "termination_mode"],
             registry=r,
         )  # fmt: skip
+        self.pods_disruption_initiated = Counter(
+            "karpenter_pods_disruption_initiated_total",
+            "Pods whose node karpy began to disrupt: each disrupted NodeClaim adds its "
+            "reschedulable pods (DaemonSet and mirror pods excluded), by the same labels as "
+            "karpenter_nodeclaims_disrupted_total.",
+            ["reason", "nodepool", "capacity_type", "consolidation_policy",
+             "termination_mode"],
+            registry=r,
+        )  # fmt: skip
         self.nodeclaims_termination_duration = Histogram(
             "karpenter_nodeclaims_termination_duration_seconds",
             "Seconds from a NodeClaim's deletion to its finalizer's removal.",
@@ -345,3 +354,12 @@ class KarpenterMetrics:
             ["reason"],
             registry=r,
         )
+
+    def disrupted(self, reason: str, nodepool: str, capacity_type: str, *, pods: int,
+                  consolidation_policy: str = "", termination_mode: str = "") -> None:  # fmt: skip
+        """One NodeClaim disrupted (deleted on purpose), and ``pods``, its reschedulable
+        pods, with it: ``karpenter_nodeclaims_disrupted_total`` and
+        ``karpenter_pods_disruption_initiated_total`` by the same labels."""
+        labels = (reason, nodepool, capacity_type, consolidation_policy, termination_mode)
+        self.nodeclaims_disrupted.labels(*labels).inc()
+        self.pods_disruption_initiated.labels(*labels).inc(pods)

@@ -137,6 +137,13 @@ class StateSnapshot:
     def pods_on(self, node_name: str) -> Iterator[PodInfo]:
         return iter(self.pods_by_node.get(node_name, EMPTY).values())
 
+    def reschedulable_count(self, node_name: str | None) -> int:
+        """How many of the node's pods would need a new home if it went (DaemonSet,
+        static and finished pods aside): what a disruption of it initiates."""
+        if not node_name:
+            return 0
+        return sum(1 for info in self.pods_on(node_name) if info.pod.is_reschedulable)
+
     def pending_pods(self) -> Iterator[PodInfo]:
         """Pods kube-scheduler could not place (PodScheduled=False, Unschedulable),
         unbound, not nominated, not DaemonSet or static pods: what provisioning serves."""

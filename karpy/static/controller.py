@@ -190,9 +190,12 @@ class StaticCapacity:
                      **obj_ref("NodePool", pool.name), reason="overprovisioned")  # fmt: skip
             if self.metrics is not None:
                 labels = claim.metadata.labels
-                self.metrics.nodeclaims_disrupted.labels(
-                    "overprovisioned", pool.name, labels.get(LABEL_CAPACITY_TYPE, ""), "", "",
-                ).inc()  # fmt: skip
+                self.metrics.disrupted(
+                    "overprovisioned",
+                    pool.name,
+                    labels.get(LABEL_CAPACITY_TYPE, ""),
+                    pods=snapshot.reschedulable_count(claim.status.node_name),
+                )
 
 
 def _static(pool: NodePool | None) -> bool:

@@ -50,3 +50,36 @@ async def test_a_nodeclaim_that_never_expires_is_left_alone(apiserver):
         await clock.advance(10 * 365 * 86400)
         assert await expiration.reconcile(NodeClaimName("default-kept")) == DONE
         assert apiserver.store.try_get(NODECLAIMS, "default-kept") is not None
+
+
+async def test_an_expired_node_counts_the_pods_its_disruption_initiates(apiserver):
+    """``karpenter_pods_disruption_initiated_total``: the node's reschedulable pods,
+    DaemonSet and finished pods aside."""
+    async with lifecycle(apiserver) as (world, _, clock):
+        expiration = Expiration(world.state, world.client, clock=clock,
+                                metrics=world.metrics.karpenter)  # fmt: skip
+        old = f.nodeclaim("default-old", nodepool="default", expire_after="1h", node_name="n-old")
+        with_status(apiserver, NODECLAIMS, old)
+        daemon = f.owner_reference("DaemonSet", "agent")
+        for pod in (f.pod("web-1", node_name="n-old", phase="Running"),
+                    f.pod("web-2", node_name="n-old", phase="Running"),
+                    f.pod("agent-x", node_name="n-old", phase="Running", owner_references=[daemon]),
+                    f.pod("job-done", node_name="n-old", phase="Succeeded"),
+                    f.pod("elsewhere", node_name="n-other", phase="Running")):  # fmt: skip
+            with_status(apiserver, "pods", pod)
+        await world.settled()
+        await clock.advance(3600 + 10)
+        assert await expiration.reconcile(NodeClaimName("default-old")) == DONE
+        pods = world.metrics.registry.get_sample_value(
+            "karpenter_pods_disruption_initiated_total", EXPIRED)  # fmt: skip
+        assert pods == 2
+
+
+def with_status(apiserver, resource: str, obj: dict) -> None:
+    """Create ``obj`` and then write its status, as the API server drops it on create."""
+    created = apiserver.store.create(resource, obj)
+    status = obj["status"]
+    for condition in status.get("conditions") or ():
+        condition.setdefault("lastTransitionTime", "2025-01-01T00:00:00Z")
+    created["status"] = status
+    apiserver.store.update_status(resource, created)

@@ -75,9 +75,20 @@ async def test_a_marked_nodeclaim_is_deleted_once_its_replacement_is_initialized
         new["status"] = {"conditions": [initialized]}
         apiserver.store.update_status(NODECLAIMS, new)
         await world.settled()
+        apiserver.store.create("pods", f.pod("web-1", node_name="default-old"))
+        apiserver.store.create("nodepools.karpenter.sh", f.nodepool("default"))
+        await world.settled()
         assert await disruption.reconcile(NodeClaimName("default-old")) == DONE
         assert apiserver.store.get(NODECLAIMS, "default-old")["metadata"]["deletionTimestamp"]
         await eventually(lambda: world.events("DisruptionTerminating"))
+        labels = {"reason": "underutilized", "nodepool": "default",
+                  "capacity_type": apiserver.store.get(NODECLAIMS, "default-old")["metadata"][
+                      "labels"]["karpenter.sh/capacity-type"],
+                  "consolidation_policy": "when_empty_or_underutilized",
+                  "termination_mode": "graceful"}  # fmt: skip
+        registry = world.metrics.registry
+        assert registry.get_sample_value("karpenter_nodeclaims_disrupted_total", labels) == 1
+        assert registry.get_sample_value("karpenter_pods_disruption_initiated_total", labels) == 1
 
 
 async def test_a_decision_whose_replacement_is_deleted_is_rolled_back(apiserver):

@@ -19,6 +19,7 @@ from karpy.sandbox.apiserver import APIServer
 from karpy.state import kinds
 from karpy.state.cluster import StateChange
 from karpy.state.keys import NodeName
+from tests import factories as f
 from tests.fixtures.cluster import World
 from tests.fixtures.lifecycle import lifecycle, running_nodeclaim
 from tests.fixtures.waiting import eventually
@@ -47,6 +48,7 @@ async def test_a_node_unready_past_the_toleration_is_replaced_forcefully(apiserv
             await running_nodeclaim(apiserver, world, ctx, name,
                                     finalizers=[FINALIZER_TERMINATION])  # fmt: skip
         kubelet_stops_reporting(apiserver, "default-a", clock.now().replace(microsecond=0))
+        apiserver.store.create("pods", f.pod("web-1", node_name="default-a", phase="Running"))
         await world.settled()
         health = repair(world, ctx, clock)
 
@@ -69,6 +71,13 @@ async def test_a_node_unready_past_the_toleration_is_replaced_forcefully(apiserv
              "consolidation_policy": "", "termination_mode": "forceful"},
         )  # fmt: skip
         assert unhealthy == 1
+        pods = world.metrics.registry.get_sample_value(
+            "karpenter_pods_disruption_initiated_total",
+            {"reason": "unhealthy", "nodepool": "default",
+             "capacity_type": claim["metadata"]["labels"]["karpenter.sh/capacity-type"],
+             "consolidation_policy": "", "termination_mode": "forceful"},
+        )  # fmt: skip
+        assert pods == 1
 
 
 async def two_of_three_unhealthy(
