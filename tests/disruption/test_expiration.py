@@ -3,6 +3,8 @@ deleted once it is older than its ``expireAfter``, and not before."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from karpy.disruption.expiration import Expiration
@@ -75,7 +77,7 @@ async def test_an_expired_node_counts_the_pods_its_disruption_initiates(apiserve
         assert pods == 2
 
 
-def with_status(apiserver, resource: str, obj: dict) -> None:
+def with_status(apiserver, resource: str, obj: dict[str, Any]) -> None:
     """Create ``obj`` and then write its status, as the API server drops it on create."""
     created = apiserver.store.create(resource, obj)
     status = obj["status"]
