@@ -61,6 +61,7 @@ __all__ = [
     "DRIFTED",
     "NodeClaimDisruptionConditions",
     "drift_reason",
+    "under_consolidate_after",
 ]
 
 log = get_logger("disruption")
@@ -223,6 +224,23 @@ def _consolidatable(
         f"consolidateAfter {pool.spec.disruption.consolidate_after_text or after} not yet elapsed"
     )
     return ConditionUpdate.false(CONSOLIDATABLE, "ConsolidateAfterNotElapsed", message), left
+
+
+def under_consolidate_after(claim: NodeClaim, pool: NodePool | None, now: datetime) -> bool:
+    """Is the node within its pool's ``consolidateAfter`` of its last pod event (or of
+    initializing)? Karpenter's ``IsUnderConsolidateAfter``: such a node is not a
+    destination for the pods a consolidation moves. No pool, ``Never`` or ``0s``, or a
+    node not initialized yet: no."""
+    if pool is None:
+        return False
+    after = pool.spec.disruption.consolidate_after
+    if after is None or after.total_seconds() <= 0:
+        return False
+    initialized = claim.status.condition(INITIALIZED)
+    if initialized is None or not initialized.is_true:
+        return False
+    since = claim.status.last_pod_event_time or initialized.last_transition_time
+    return since is not None and now - since < after
 
 
 def drift_reason(claim: NodeClaim, pool: NodePool, node: NodeInfo | None) -> tuple[str, str] | None:

@@ -252,6 +252,7 @@ class Disruption:
                 deletion_cost_managed=self.deletion_cost_managed,
             ),
             virtual=self._placeholders(),
+            now=now,
         )
         # Graceful methods wait while capacity is arriving (see `Settling`).
         arriving = self.settling.wait_reason(snapshot, nominated)
@@ -386,6 +387,7 @@ class Disruption:
                 budget=SIMULATION_BUDGET,
                 emptying=emptying_nodes(fresh, self._empty_allowed(snapshot, now)),
                 virtual=self._placeholders(),
+                now=now,
             )
             spot_to_spot = self.settings.feature_gates.spot_to_spot_consolidation
             again, why = await solve_in_thread(lambda cancel: consolidate(

@@ -125,7 +125,7 @@ def explain_node(
     for reason in DisruptionReason:
         verdict = budget_verdicts(snapshot, reason, now)[pool.name]
         lines.append(f"  budget ({reason}): {verdict.describe()}")
-    lines += _methods(snapshot, compiled, candidate, candidates, nominated, settings)
+    lines += _methods(snapshot, compiled, candidate, candidates, nominated, settings, now)
     return lines
 
 
@@ -166,6 +166,7 @@ def _methods(  # noqa: PLR0917 - what the explanation is computed from
     candidates: Sequence[Candidate],
     nominated: Mapping[str, str],
     settings: Settings,
+    now: datetime,
 ) -> list[str]:
     lines: list[str] = []
     disruption = candidate.pool.spec.disruption
@@ -206,7 +207,7 @@ def _methods(  # noqa: PLR0917 - what the explanation is computed from
 
     def what_if(chosen: Any) -> Any:
         return simulate(snapshot, compiled, chosen, nominated=nominated, settings=settings,
-                        budget=30.0)  # fmt: skip
+                        budget=30.0, now=now)  # fmt: skip
 
     command, why = consolidate([candidate], what_if,
                                spot_to_spot=settings.feature_gates.spot_to_spot_consolidation,

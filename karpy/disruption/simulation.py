@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from karpy.apis.labels import CAPACITY_TYPE_SPOT
+from karpy.apis.labels import CAPACITY_TYPE_SPOT, LABEL_HOSTNAME, LABEL_NODEPOOL
 from karpy.base.gcpause import gc_paused
+from karpy.disruption.conditions import under_consolidate_after
 from karpy.disruption.prefilter import Prefilter
 from karpy.rounds.inputs import RoundInput, build_round_input
 from karpy.scheduling.reschedule import reschedulable_pods
@@ -30,6 +31,7 @@ from karpy.scheduling.solver import Scheduler
 if TYPE_CHECKING:
     import threading
     from collections.abc import Mapping, Sequence
+    from datetime import datetime
 
     from karpy.disruption.balanced import PoolTotals
     from karpy.disruption.candidates import Candidate
@@ -75,9 +77,14 @@ class WhatIf:
         emptying: Mapping[str, float] | None = None,
         pool_totals: Mapping[str, PoolTotals] | None = None,
         virtual: Sequence[Pod] = (),
+        now: datetime | None = None,
     ) -> None:
-        """``virtual``: the CapacityBuffer placeholders (`karpy.rounds.buffers`)."""
+        """``virtual``: the CapacityBuffer placeholders (`karpy.rounds.buffers`). ``now``:
+        the time that decides which nodes are under their ``consolidateAfter`` and so no
+        destination for the candidates' pods (None: every node is one)."""
         self.snapshot = snapshot
+        self.now = now
+        self._resting: frozenset[str] | None = None
         # Empty candidates emptiness will remove, with their prices: a consolidation
         # must not fill them when they cost more than it saves (`consolidate`).
         self.emptying: Mapping[str, float] = dict(emptying or {})
@@ -127,6 +134,27 @@ class WhatIf:
         pods = (info.pod for c in candidates for info in c.pods)
         return tuple(reschedulable_pods(pods, self.budgets))
 
+    @property
+    def resting(self) -> frozenset[str]:
+        """Hostnames of the nodes under their pool's ``consolidateAfter`` (a pod came or
+        went lately): Karpenter (v1.14, #3006) moves no candidate's pod onto them, so a
+        node that has just emptied is not filled before emptiness may take it, and one
+        that just took pods is not piled onto. Pending pods and pods of nodes already
+        being deleted may still go there."""
+        if self._resting is None:
+            found: set[str] = set()
+            if self.now is not None:
+                snapshot = self.snapshot
+                for claim in snapshot.nodeclaims.values():
+                    node = snapshot.node_for_claim(claim.name)
+                    if node is None:
+                        continue
+                    pool = snapshot.nodepools.get(claim.metadata.labels.get(LABEL_NODEPOOL, ""))
+                    if under_consolidate_after(claim, pool, self.now):
+                        found.add(node.node.labels.get(LABEL_HOSTNAME) or node.name)
+            self._resting = frozenset(found)
+        return self._resting
+
     def __call__(self, candidates: Sequence[Candidate]) -> Simulation:
         with gc_paused():
             return self._what_if(candidates)
@@ -145,6 +173,7 @@ class WhatIf:
             self.compiled.context, attrs.evolve(base.cluster, capacity=capacity),
             preference_policy=settings.preference_policy,
             reserved_capacity=settings.feature_gates.reserved_capacity, reserved_fallback=True,
+            resting_nodes=self.resting, moving_pods=frozenset(p.key for p in own),
         )  # fmt: skip
         results = scheduler.solve(pods, budget=self.budget, cancel=self.cancel)
         moving = {p.key for p in pods[base.staying :]}  # candidates' and deleting nodes'
@@ -173,8 +202,9 @@ def simulate(
     nominated: Mapping[str, str],
     settings: Settings,
     budget: float,
+    now: datetime | None = None,
 ) -> Simulation:
     """One what-if round (see `WhatIf`, for several on one snapshot)."""
-    return WhatIf(snapshot, compiled, nominated=nominated, settings=settings, budget=budget)(
-        candidates
-    )
+    what_if = WhatIf(snapshot, compiled, nominated=nominated, settings=settings,
+                     budget=budget, now=now)  # fmt: skip
+    return what_if(candidates)

@@ -116,12 +116,17 @@ class Scheduler:
         reserved_capacity: bool = True,
         reserved_fallback: bool = False,
         lanes: bool = True,
+        resting_nodes: frozenset[str] = frozenset(),
+        moving_pods: frozenset[str] = frozenset(),
     ) -> None:
         """``reserved_capacity`` enables capacity-reservation tracking (Karpenter's
         ReservedCapacity gate); ``reserved_fallback`` lets pods that cannot get a held
         reservation fall back to other capacity (consolidation does; provisioning does
         not). ``lanes=False`` walks every planned claim instead of only those in the lanes
-        topology allows (`_lane`): the decisions are the same, which tests check."""
+        topology allows (`_lane`): the decisions are the same, which tests check.
+        ``resting_nodes`` (hostnames) take none of ``moving_pods`` (pod keys): a
+        consolidation's what-if keeps the pods it moves off nodes under their
+        ``consolidateAfter`` (`karpy.disruption.simulation.WhatIf.resting`)."""
         self.context = context
         self.cluster = cluster
         self.policy = PreferencePolicy(preference_policy)
@@ -144,6 +149,8 @@ class Scheduler:
         self.reservations = ReservationManager(context.index.types) if reserved_capacity else None
         self.reserved_fallback = reserved_fallback
         self.lanes = lanes
+        self.resting_nodes = resting_nodes
+        self.moving_pods = moving_pods
         self.daemon_groups: dict[str, tuple[DaemonOverheadGroup, ...]] = {
             pool.template.nodepool: daemon_overhead_groups(
                 pool.template, context.index, pool.options, cluster.daemonset_pods, self.well_known
@@ -381,7 +388,11 @@ class Scheduler:
         # The cursor skips nodes that refuse this shape for the rest of the round; nodes
         # left out for lack of room qualify, those topology rules out may not.
         cursor_moving = hosts is None
+        resting = self.resting_nodes if pod.key in self.moving_pods else None
         for node in nodes:
+            if resting and node.hostname in resting:
+                cursor_moving = False  # other pods of this shape may still go there
+                continue
             plan = node.can_add(shape, self.env, claims)
             if isinstance(plan, Plan):
                 node.add(pod, shape, plan, self.topology, claims)
