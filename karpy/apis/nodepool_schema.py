@@ -96,6 +96,8 @@ _disruption = obj(
             "How long a node must go without pods arriving or leaving before it may be "
             "consolidated; Never turns consolidation off.",
             pattern=NILLABLE_DURATION_PATTERN,
+            # Optional since Karpenter v1.15 (#3220): 0s when left out.
+            default="0s",
         ),
         "consolidationPolicy": string(
             "Which nodes consolidation may act on: only empty ones, or also underutilized "
@@ -104,7 +106,6 @@ _disruption = obj(
             default=ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED.value,
         ),
     },
-    required=("consolidateAfter",),
     default={"consolidateAfter": "0s"},
 )
 

@@ -279,6 +279,7 @@ def test_defaults_are_found_where_karpenter_has_them():
             "spec.disruption",
             "spec.disruption.budgets",
             "spec.disruption.budgets.nodes",
+            "spec.disruption.consolidateAfter",  # v1.15, core#3220
             "spec.disruption.consolidationPolicy",
             "spec.template.spec.expireAfter",
             "status.nodes",
@@ -360,6 +361,8 @@ _SPEC = ("spec", "versions", 0, "schema", "openAPIV3Schema", "properties", "spec
 V1_15_FIELDS = {"EC2NodeClass": ("enclaveOptions",)}
 # aws#9486, the pull request that proposed spec.enclaveOptions (the mirror has no v1.15 tag).
 ENCLAVE_OPTIONS_REF = "refs/pull/9486/head"
+# core#3220, "default consolidateAfter instead of requiring it" (in v1.15).
+CONSOLIDATE_AFTER_REF = "12b9fd9ae"
 
 
 def _spec_properties(crd: dict[str, Any]) -> dict[str, Any]:
@@ -373,11 +376,15 @@ def _without_v1_15_fields(kind: str, crd: dict[str, Any]) -> dict[str, Any]:
     properties = _spec_properties(crd)
     for field in V1_15_FIELDS.get(kind, ()):
         assert properties.pop(field), field
+    if kind == "NodePool":  # core#3220: consolidateAfter optional, 0s by default
+        disruption = properties["disruption"]
+        assert disruption["properties"]["consolidateAfter"].pop("default") == "0s"
+        disruption["required"] = ["consolidateAfter"]
     return crd
 
 
-def _has_ref(ref: str) -> bool:
-    found = subprocess.run(["git", "-C", str(AWS), "rev-parse", "--verify", "--quiet", ref],
+def _has_ref(ref: str, repo: Path = AWS) -> bool:
+    found = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", ref],
                            capture_output=True, check=False)  # fmt: skip
     return found.returncode == 0
 
@@ -411,3 +418,21 @@ def test_equivalent_to_karpenters_crd(resource, ref):
     theirs["metadata"].pop("annotations", None)
     ours = _without_karpy_only_patterns(resource.kind, _without_descriptions(resource.to_crd()))
     assert _without_v1_15_fields(resource.kind, ours) == theirs
+
+
+def _core_crd(ref: str, name: str) -> dict[str, Any]:
+    text = subprocess.run(["git", "-C", str(CORE), "show", f"{ref}:pkg/apis/crds/{name}"],
+                          check=True, capture_output=True, text=True).stdout  # fmt: skip
+    return yaml.safe_load(text)  # type: ignore[no-any-return]
+
+
+@pytest.mark.skipif(
+    not CORE.exists() or not _has_ref(CONSOLIDATE_AFTER_REF, CORE),
+    reason="Karpenter core's sources (with core#3220) are not on this machine",
+)
+def test_consolidate_after_is_optional_as_in_karpenter_v1_15():
+    theirs = _spec_properties(_without_descriptions(
+        _core_crd(CONSOLIDATE_AFTER_REF, CUSTOM_RESOURCES[0].filename)))["disruption"]  # fmt: skip
+    ours = _spec_properties(_without_descriptions(CUSTOM_RESOURCES[0].to_crd()))["disruption"]
+    assert ours["properties"]["consolidateAfter"] == theirs["properties"]["consolidateAfter"]
+    assert "required" not in ours and "required" not in theirs

@@ -208,6 +208,12 @@ def test_round_trip_is_exact():
     assert parse(pool.to_dict()).to_dict() == pool.to_dict()
 
 
+def test_a_disruption_without_consolidate_after_means_0s():
+    """Karpenter v1.15 (core#3220) defaults it instead of requiring it."""
+    pool = parse(changed(nodepool(), "spec.disruption", {"consolidationPolicy": "WhenEmpty"}))
+    assert pool.spec.disruption.consolidate_after == timedelta(0)
+
+
 @pytest.mark.parametrize(
     ("path", "value", "expected"),
     [
@@ -219,11 +225,6 @@ def test_round_trip_is_exact():
             f"{TEMPLATE}.requirements[0].operator",
             DELETE,
             [f"{TEMPLATE}.requirements[0].operator: Required value"],
-        ),
-        (
-            "spec.disruption",
-            {"consolidationPolicy": "WhenEmpty"},
-            ["spec.disruption.consolidateAfter: Required value"],
         ),
         (
             "spec.weight",

@@ -140,6 +140,15 @@ def test_nodepool_defaults_match_karpenter(schemas):
     assert pool["spec"]["template"]["spec"]["expireAfter"] == "720h"
 
 
+def test_a_disruption_block_without_consolidate_after_defaults_it_to_0s(schemas):
+    """Optional since Karpenter v1.15 (#3220): a v1.15 manifest that leaves it out."""
+    pool = copy.deepcopy(NODEPOOL)
+    pool["spec"]["disruption"] = {"consolidationPolicy": "WhenEmpty"}
+    assert admit(schemas["NodePool"], pool) == ""
+    schemas["NodePool"].apply_defaults(pool)
+    assert pool["spec"]["disruption"]["consolidateAfter"] == "0s"
+
+
 def test_nodepool_weight_above_100_is_rejected(schemas):
     pool = copy.deepcopy(NODEPOOL)
     pool["spec"]["weight"] = 500
