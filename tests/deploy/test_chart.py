@@ -6,6 +6,7 @@ RBAC: test_chart_rbac.py.)"""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from typing import Any
 
@@ -84,6 +85,18 @@ def test_a_typo_in_a_known_key_fails_the_schema(typo):
     result = helm_template(typo)
     assert result.returncode != 0
     assert "additional properties" in result.stderr
+
+
+def test_the_values_schema_names_each_key_once():
+    """JSON allows a key twice and keeps the last: a second entry for a setting silently
+    replaces the first (it happened: a real setting shadowed by its old placeholder)."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in pairs]
+        assert len(keys) == len(set(keys)), sorted(k for k in keys if keys.count(k) > 1)
+        return dict(pairs)
+
+    json.loads((CHART_DIR / "values.schema.json").read_text(), object_pairs_hook=unique)
 
 
 def test_a_value_of_the_wrong_type_fails_the_schema():
