@@ -18,7 +18,7 @@ from karpy.kube.resources import NODECLAIMS
 from karpy.lifecycle import conditions
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
     from karpy.apis.conditions import ConditionUpdate
     from karpy.base.clock import Clock
@@ -41,6 +41,9 @@ class Lifecycle:
     unavailable: UnavailableOfferings
     clock: Clock
     metrics: KarpenterMetrics | None = None
+    # NodeClaim name -> the pods the provisioner nominated to it (keys), for the Events
+    # that tell them their capacity failed to launch; none when not wired.
+    nominated: Callable[[str], Iterable[str]] | None = None
 
     async def set_conditions(
         self,

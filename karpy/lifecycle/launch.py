@@ -20,7 +20,7 @@ Failures, as Karpenter handles them:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.conditions import ConditionUpdate
 from karpy.apis.labels import LABEL_HOSTNAME, LABEL_NODEPOOL
@@ -42,6 +42,10 @@ __all__ = ["launch", "nodeclaim_ref"]
 
 log = get_logger("nodeclaim.lifecycle")
 
+# An Event's message Kubernetes keeps whole (events.k8s.io's note limit); longer ones are
+# cut rather than refused.
+EVENT_MESSAGE_LIMIT: Final = 1024
+
 
 def nodeclaim_ref(claim: NodeClaim) -> ObjectRef:
     return ObjectRef("NodeClaim", claim.name, "", claim.metadata.uid, "karpenter.sh/v1")
@@ -56,6 +60,7 @@ async def launch(ctx: Lifecycle, claim: NodeClaim) -> NodeClaim | None:
         instance = await ctx.provider.create(claim)
     except InsufficientCapacity as exc:
         ctx.unavailable.mark(exc.pools)
+        _tell_nominated_pods(ctx, claim, str(exc))
         await _give_up(ctx, claim, "InsufficientCapacityError", "insufficient_capacity", str(exc))
         return None
     except NodeClassNotReady as exc:
@@ -103,11 +108,38 @@ def _labels(claim: NodeClaim, instance: Instance) -> dict[str, str]:
     return {**instance.labels, **resolved, **claim.metadata.labels}
 
 
+def _tell_nominated_pods(ctx: Lifecycle, claim: NodeClaim, error: str) -> None:
+    """A Warning Event on each pod nominated to ``claim`` that still waits for it (not
+    bound, finished or being deleted): its capacity failed to launch, so nobody needs the
+    controller's log to learn why the pod stays pending (Karpenter v1.15, #3143)."""
+    if ctx.nominated is None:
+        return
+    pods = ctx.state.snapshot().pods
+    message = truncated(f"NodeClaim {claim.name} nominated for this pod failed to launch: {error}")
+    for key in ctx.nominated(claim.name):
+        info = pods.get(key)
+        if info is None:
+            continue
+        pod = info.pod
+        if pod.node_name or pod.is_terminal or pod.terminating:
+            continue
+        ref = ObjectRef("Pod", pod.name, pod.namespace, pod.uid, "v1")
+        ctx.recorder.publish(Event(ref, "Warning", "InsufficientCapacityError", message,
+                                   dedupe_values=(pod.uid,)))  # fmt: skip
+
+
+def truncated(message: str) -> str:
+    """``message`` cut to what an Event holds (1,024 characters), marked when cut."""
+    if len(message) <= EVENT_MESSAGE_LIMIT:
+        return message
+    return message[: EVENT_MESSAGE_LIMIT - 3] + "..."
+
+
 async def _give_up(
     ctx: Lifecycle, claim: NodeClaim, reason: str, metric_reason: str, message: str
 ) -> None:
     ctx.recorder.publish(Event(nodeclaim_ref(claim), "Warning", reason,
-                               f"NodeClaim {claim.name} event: {message}"))  # fmt: skip
+                               truncated(f"NodeClaim {claim.name} event: {message}")))  # fmt: skip
     log.warning("deleting nodeclaim: launch failed", **obj_ref("NodeClaim", claim.name),
                 reason=reason, error=message)  # fmt: skip
     try:

@@ -128,7 +128,8 @@ def build_controllers(
         buffers.on_change = lambda key: batching.trigger(f"capacitybuffer/{key}")
     provisioning = Controller(Singleton(provisioner), state, resync=PENDING_RESYNC,
                               sources=[batching], clock=clock, metrics=cm)  # fmt: skip
-    lifecycle = Lifecycle(state, client, provider, recorder, unavailable, clock, karpenter)
+    lifecycle = Lifecycle(state, client, provider, recorder, unavailable, clock, karpenter,
+                          nominated=provisioner.nominations.pods_for)  # fmt: skip
     components: list[Component] = [
         recorder,
         provisioning,

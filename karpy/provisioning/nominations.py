@@ -97,6 +97,10 @@ class Nominations:
     def get(self, pod: str) -> Nomination | None:
         return self._by_pod.get(pod)
 
+    def pods_for(self, target: str) -> list[str]:
+        """The pods nominated to ``target`` (a NodeClaim or node name), by key."""
+        return sorted(pod for pod, n in self._by_pod.items() if n.target == target)
+
     def prune(
         self,
         pod_node: Callable[[str], str | None],

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import pytest
 
 from karpy.apis.labels import (
@@ -223,6 +224,27 @@ async def test_no_capacity_marks_the_offerings_and_deletes_the_nodeclaim(apiserv
         assert await controller.reconcile(NodeClaimName("default-nocap")) == DONE
         assert apiserver.store.try_get(NODECLAIMS, "default-nocap") is None
         assert apiserver.store.list(NODES) == []
+
+
+async def test_pods_nominated_to_a_nodeclaim_without_capacity_are_told_so(apiserver):
+    """Karpenter v1.15 (#3143): each pod still waiting for the NodeClaim gets a Warning
+    Event naming it and the error; pods bound meanwhile, finished or gone get none."""
+    async with lifecycle(apiserver, faults=FakeFaults([("*", "*", "*")])) as (world, base, _):
+        nominated = {"default-nocap": ["default/waiting", "default/bound", "default/gone"]}
+        ctx = attrs.evolve(base, nominated=lambda name: nominated.get(name, []))
+        apiserver.store.create("pods", f.pod("waiting"))
+        apiserver.store.create("pods", f.pod("bound", node_name="elsewhere"))
+        new_claim(apiserver, "default-nocap")
+        await world.settled()
+        assert await NodeClaimLifecycle(ctx).reconcile(NodeClaimName("default-nocap")) == DONE
+        events = await eventually(lambda: [
+            e for e in world.events("InsufficientCapacityError")
+            if e["involvedObject"]["kind"] == "Pod"])  # fmt: skip
+        assert [e["involvedObject"]["name"] for e in events] == ["waiting"]
+        assert events[0]["type"] == "Warning"
+        assert events[0]["message"].startswith(
+            "NodeClaim default-nocap nominated for this pod failed to launch: "
+        )
 
 
 async def test_a_missing_nodeclass_deletes_the_nodeclaim_with_an_event(apiserver):

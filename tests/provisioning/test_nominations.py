@@ -135,3 +135,13 @@ def test_only_outcomes_that_leave_the_pod_unbound_need_a_new_plan():
     assert {o for o in Ended if o.still_pending} == {
         Ended.NO_ROOM, Ended.EXPIRED, Ended.TARGET_GONE,
     }  # fmt: skip
+
+
+def test_the_pods_nominated_to_a_target_are_listed_for_its_launch_failure_events():
+    nominations = Nominations()
+    nominations.nominate(["ns/b", "ns/a"], "claim-1", 0.0)
+    nominations.nominate(["ns/c"], "claim-2", 0.0)
+    nominations.nominate(["ns/a"], "claim-2", 1.0)  # renominated: no longer claim-1's
+    assert nominations.pods_for("claim-1") == ["ns/b"]
+    assert nominations.pods_for("claim-2") == ["ns/a", "ns/c"]
+    assert nominations.pods_for("claim-3") == []
