@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from karpy.apis import schema_common
 from karpy.apis.crd import CustomResource, PrinterColumn
-from karpy.apis.openapi import Rule, Schema, integer, obj, quantity_map, string
+from karpy.apis.openapi import Rule, Schema, integer, kind_schema, obj, quantity_map, string
 
 __all__ = ["ACTIVE_CAPACITY", "CAPACITYBUFFER", "CAPACITYBUFFER_SCHEMA", "GROUP"]
 
@@ -78,15 +78,10 @@ _status = obj(
     },
 )
 
-CAPACITYBUFFER_SCHEMA = obj(
+CAPACITYBUFFER_SCHEMA = kind_schema(
     "A CapacityBuffer asks the autoscaler to keep room for pods that do not exist yet.",
-    {
-        "apiVersion": string("The versioned schema of this object."),
-        "kind": string("The REST resource this object represents."),
-        "metadata": Schema("object"),
-        "spec": _spec,
-        "status": _status,
-    },
+    _spec,
+    _status,
     required=("spec",),
 )
 

@@ -27,7 +27,7 @@ from karpy.apis.ec2nodeclass_selectors import (
     SECURITY_GROUP_TERMS,
     SUBNET_TERMS,
 )
-from karpy.apis.openapi import Rule, Schema, array, boolean, integer, obj, string, string_map
+from karpy.apis.openapi import Rule, array, boolean, integer, kind_schema, obj, string, string_map
 
 __all__ = ["AMI_FAMILIES", "EC2NODECLASS", "EC2NODECLASS_SCHEMA"]
 
@@ -281,16 +281,11 @@ _status = obj(
     },
 )
 
-EC2NODECLASS_SCHEMA = obj(
+EC2NODECLASS_SCHEMA = kind_schema(
     "An EC2NodeClass holds the AWS-specific settings of the nodes that NodePools "
     "referencing it launch.",
-    {
-        "apiVersion": string("The versioned schema of this object."),
-        "kind": string("The REST resource this object represents."),
-        "metadata": Schema("object"),
-        "spec": _spec,
-        "status": _status,
-    },
+    _spec,
+    _status,
 )
 
 EC2NODECLASS = CustomResource(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from karpy.apis import labels, schema_common
 from karpy.apis.crd import CustomResource, PrinterColumn
 from karpy.apis.nodepool_schema import expire_after, termination_grace_period
-from karpy.apis.openapi import Rule, Schema, obj, quantity_map, string
+from karpy.apis.openapi import Rule, kind_schema, obj, quantity_map, string
 
 __all__ = ["NODECLAIM", "NODECLAIM_SCHEMA"]
 
@@ -59,17 +59,12 @@ _status = obj(
     },
 )
 
-NODECLAIM_SCHEMA = obj(
+NODECLAIM_SCHEMA = kind_schema(
     "A NodeClaim is Karpenter's request for one node: created when pods need capacity "
     "(or by hand), it tracks the instance through launch, registration and "
     "initialization until it is deleted.",
-    {
-        "apiVersion": string("The versioned schema of this object."),
-        "kind": string("The REST resource this object represents."),
-        "metadata": Schema("object"),
-        "spec": _spec,
-        "status": _status,
-    },
+    _spec,
+    _status,
     required=("spec",),
 )
 

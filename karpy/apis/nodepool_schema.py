@@ -19,6 +19,7 @@ from karpy.apis.openapi import (
     Schema,
     array,
     integer,
+    kind_schema,
     obj,
     quantity_map,
     string,
@@ -230,16 +231,11 @@ _status = obj(
     },
 )
 
-NODEPOOL_SCHEMA = obj(
+NODEPOOL_SCHEMA = kind_schema(
     "A NodePool tells Karpenter which nodes it may launch for pending pods, with which "
     "labels and taints, and how it may later consolidate, replace or expire them.",
-    {
-        "apiVersion": string("The versioned schema of this object."),
-        "kind": string("The REST resource this object represents."),
-        "metadata": Schema("object"),
-        "spec": _spec,
-        "status": _status,
-    },
+    _spec,
+    _status,
     required=("spec",),
 )
 

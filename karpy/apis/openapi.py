@@ -217,6 +217,23 @@ def obj(
     )
 
 
+def kind_schema(
+    description: str, spec: Schema, status: Schema, *, required: tuple[str, ...] = ()
+) -> Schema:
+    """The top of a kind's schema: the type meta, metadata, ``spec`` and ``status``."""
+    return obj(
+        description,
+        {
+            "apiVersion": string("The versioned schema of this object."),
+            "kind": string("The REST resource this object represents."),
+            "metadata": Schema("object"),
+            "spec": spec,
+            "status": status,
+        },
+        required=required,
+    )
+
+
 def array(
     items: Schema,
     description: str = "",

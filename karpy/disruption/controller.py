@@ -39,10 +39,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from karpy.apis.conditions import ConditionUpdate
 from karpy.apis.disruption import DisruptionReason
-from karpy.apis.labels import ANNOTATION_REPLACEMENTS, LABEL_NODEPOOL
-from karpy.apis.nodeclaim import NodeClaim
+from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.disruption.balanced import balanced_pools, pool_totals
 from karpy.disruption.budgets import BudgetVerdict, allowed_by_budgets
 from karpy.disruption.candidates import find_candidates, is_disrupting
@@ -60,20 +58,14 @@ from karpy.disruption.moves import record_judgements
 from karpy.disruption.orchestration import is_marked
 from karpy.disruption.settling import Settling
 from karpy.disruption.simulation import WhatIf
-from karpy.kube.client import priority
-from karpy.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
-from karpy.kube.resources import NODECLAIMS
+from karpy.disruption.start import CommandStart
 from karpy.lifecycle.conditions import (
-    DISRUPTION_REASON,
     INITIALIZED,
-    conditions_of,
     is_true,
-    patch_status,
 )
-from karpy.log import describe_error, get_logger, obj_ref
+from karpy.log import get_logger
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.rounds.cancellable import solve_in_thread
-from karpy.rounds.nodeclaims import nodeclaim_for, random_suffix, template_nodeclaim_for
 from karpy.state import kinds
 
 if TYPE_CHECKING:
@@ -89,7 +81,6 @@ if TYPE_CHECKING:
     from karpy.rounds.buffers import BufferPods
     from karpy.rounds.contextcache import CompiledContext, ContextCache
     from karpy.scheduling.pods import Pod
-    from karpy.scheduling.results import NodeClaimPlan
     from karpy.settings import Settings
     from karpy.state.cluster import ClusterState, StateChange
     from karpy.state.snapshot import StateSnapshot
@@ -413,112 +404,9 @@ class Disruption:
     # --- starting a command -------------------------------------------------------------------
 
     async def _start(self, command: Command, compiled: CompiledContext) -> None:
-        snapshot = self.state.snapshot()
-        from_plans = [f"{plan.nodepool}-{random_suffix()}" for plan in command.replacements]
-        from_templates = [f"{pool}-{random_suffix()}" for pool in command.template_replacements]
-        names = from_plans + from_templates
-        now = self.clock.now()
-        reason = str(command.reason)
-        log.info("disrupting via " + (str(command.consolidation_type) or "drift"),
-                 decision=str(command.decision), reason=reason,
-                 command=command.describe(), replacements=names)  # fmt: skip
-        marked = []
-        for candidate in command.candidates:
-            claim = snapshot.nodeclaims.get(candidate.claim.name)
-            if claim is None or claim.metadata.deletion_timestamp is not None:
-                continue
-            marking = ConditionUpdate.true(DISRUPTION_REASON, reason, command.describe())
-            conditions = conditions_of(claim).apply(marking, now=now).conditions
-            # The replacements' names first, then the condition (with the resourceVersion
-            # the first write returned): a NodeClaim is never marked without them.
-            annotate = {
-                "metadata": {
-                    "resourceVersion": claim.metadata.resource_version,
-                    "annotations": {ANNOTATION_REPLACEMENTS: ",".join(names)},
-                }
-            }
-            try:
-                annotated = NodeClaim.from_dict(
-                    await self.client.patch(NODECLAIMS, claim.name, annotate)
-                )
-                written = await patch_status(self.client, annotated, conditions=conditions)
-            except (Conflict, NotFound) as exc:
-                log.info("could not mark nodeclaim for disruption",
-                         **obj_ref("NodeClaim", claim.name), error=describe_error(exc))  # fmt: skip
-                continue
-            marked.append((candidate, written))
-        if not marked:
-            return
-        for name, plan in zip(from_plans, command.replacements, strict=True):
-            await self._create_replacement(name, plan, snapshot, compiled, reason)
-        for name, pool in zip(from_templates, command.template_replacements, strict=True):
-            await self._create_template_replacement(name, pool, snapshot, compiled, reason)
-        if self.metrics is not None:
-            self.metrics.disruption_decisions.labels(
-                str(command.decision), reason, str(command.consolidation_type)
-            ).inc()
-        for candidate, _ in marked:
-            for event in node_and_claim_events(candidate.name, candidate.claim,
-                                               "DisruptionTerminating" if not names else
-                                               "DisruptionLaunching",
-                                               f"Disrupting Node: {reason}" if not names else
-                                               f"Launching NodeClaim: {reason}"):  # fmt: skip
-                self.recorder.publish(event)
-
-    async def _create_replacement(
-        self,
-        name: str,
-        plan: NodeClaimPlan,
-        snapshot: StateSnapshot,
-        compiled: CompiledContext,
-        reason: str,
-    ) -> None:
-        nodepool = snapshot.nodepools.get(plan.nodepool)
-        template = compiled.context.templates.get(plan.nodepool)
-        if nodepool is None or template is None:
-            return
-        body = nodeclaim_for(plan, nodepool, template, name=name,
-                             well_known=compiled.context.well_known_labels)  # fmt: skip
-        try:
-            with priority(10):
-                await self.client.create(NODECLAIMS, body)
-        except AlreadyExists:
-            return
-        except KubeError as exc:
-            log.error("could not create replacement nodeclaim", **obj_ref("NodeClaim", name),
-                      error=describe_error(exc))  # fmt: skip
-            return
-        shown = ", ".join(it.name for it, _ in plan.instance_type_options()[:5])
-        log.info("created replacement nodeclaim", **obj_ref("NodeClaim", name),
-                 **obj_ref("NodePool", plan.nodepool), reason=reason,
-                 instanceTypes=shown)  # fmt: skip
-        if self.metrics is not None:
-            relaxed = "true" if plan.min_values_relaxed else "false"
-            self.metrics.nodeclaims_created.labels(reason.lower(), plan.nodepool, relaxed).inc()
-
-    async def _create_template_replacement(
-        self, name: str, pool: str, snapshot: StateSnapshot, compiled: CompiledContext,
-        reason: str,
-    ) -> None:  # fmt: skip
-        """A static pool's replacement: its template's NodeClaim (`StaticDrift`)."""
-        nodepool = snapshot.nodepools.get(pool)
-        if nodepool is None:
-            return
-        body = template_nodeclaim_for(nodepool, name=name,
-                                      well_known=compiled.context.well_known_labels)  # fmt: skip
-        try:
-            with priority(10):
-                await self.client.create(NODECLAIMS, body)
-        except AlreadyExists:
-            return
-        except KubeError as exc:
-            log.error("could not create replacement nodeclaim", **obj_ref("NodeClaim", name),
-                      error=describe_error(exc))  # fmt: skip
-            return
-        log.info("created replacement nodeclaim", **obj_ref("NodeClaim", name),
-                 **obj_ref("NodePool", pool), reason=reason)  # fmt: skip
-        if self.metrics is not None:
-            self.metrics.nodeclaims_created.labels(reason.lower(), pool, "false").inc()
+        starter = CommandStart(self.state, self.client, self.recorder, clock=self.clock,
+                               metrics=self.metrics)  # fmt: skip
+        await starter.start(command, compiled)
 
     # --- events ----------------------------------------------------------------------------
 
