@@ -296,6 +296,13 @@ class Disruption:
             self.metrics.disruption_evaluation_duration.labels(
                 str(method.reason), str(method.consolidation_type)
             ).observe(time.perf_counter() - started)
+            if outcome.timed_out:
+                kind = str(method.consolidation_type)
+                self.metrics.disruption_consolidation_timeouts.labels(kind).inc()
+        if outcome.timed_out:
+            log.info("consolidation search stopped at its time bound",
+                     method=str(method.consolidation_type),
+                     unconsolidatable=len(outcome.unconsolidatable))  # fmt: skip
         return outcome
 
     # --- budgets ---------------------------------------------------------------------------

@@ -76,6 +76,8 @@ class Outcome:
     command: Command | None = None
     unconsolidatable: tuple[tuple[Candidate, str], ...] = ()
     judged: tuple[Judgement, ...] = ()
+    timed_out: bool = False  # the search stopped at its time bound, candidates left
+    untried: tuple[str, ...] = ()  # then, the candidates it did not reach (NodeClaim names)
 
 
 NOTHING: Final = Outcome()

@@ -51,9 +51,10 @@ def single_node_command(
     candidate it refuses is refused with its reason, without a what-if."""
     refused: list[tuple[Candidate, str]] = []
     judged: list[Judgement] = []
-    for candidate in chosen:
+    for index, candidate in enumerate(chosen):
         if out_of_time():
-            break
+            untried = tuple(c.name for c in chosen[index:])
+            return Outcome(None, tuple(refused), tuple(judged), timed_out=True, untried=untried)
         if scorer is not None and not scorer.worth_trying(candidate):
             continue
         hopeless = why_not(candidate)
@@ -78,18 +79,24 @@ def single_node_command(
 class SingleNodeConsolidation(ConsolidationMethod):
     consolidation_type = ConsolidationType.SINGLE
     refusal_event = "Unconsolidatable"
+    untried: frozenset[str] = frozenset()  # candidates the last, cut-short search missed
 
     def command_for(
         self, chosen: Sequence[Candidate], budgets: Mapping[str, int], what_if: WhatIf
     ) -> Outcome:
         deadline = time.monotonic() + SINGLE_NODE_TIMEOUT
         spot_to_spot = self.spot_to_spot
+        if self.untried:  # a search cut short last time starts where it stopped
+            chosen = sorted(chosen, key=lambda c: c.name not in self.untried)
         outcome = single_node_command(
             chosen, what_if, spot_to_spot=spot_to_spot,
             out_of_time=lambda: time.monotonic() > deadline,
             why_not=lambda c: what_if.why_not(c, spot_to_spot=spot_to_spot),
             emptying=what_if.emptying, scorer=scorer_for(what_if),
         )  # fmt: skip
-        if outcome.command is None:
+        # Cut short, it has not looked at every candidate: the next pass searches again,
+        # those it did not reach first (Karpenter favours the pools a timeout left unseen).
+        self.untried = frozenset(outcome.untried)
+        if outcome.command is None and not outcome.timed_out:
             self.consolidated.mark_consolidated(what_if, budgets)
         return outcome
