@@ -133,9 +133,11 @@ class Disruption:
         self.metrics = metrics
         self.validation_delay = validation_delay
         # tried in this order (`karpy.disruption.methods.ordered`)
-        spot_to_spot = settings.feature_gates.spot_to_spot_consolidation
-        self.methods = (tuple(methods) if methods is not None
-                        else methods_in_order(clock=clock, spot_to_spot=spot_to_spot))  # fmt: skip
+        gates = settings.feature_gates
+        self.methods = tuple(methods) if methods is not None else methods_in_order(
+            clock=clock, spot_to_spot=gates.spot_to_spot_consolidation,
+            terminate_first_drift=gates.terminate_first_drift,
+        )  # fmt: skip
         self.settling = Settling(clock)
         self._quiet_at: float | None = None  # when the last pass found nothing to do
         # the inputs of the last full pass that found nothing to do, and when

@@ -30,6 +30,9 @@ class FeatureGates:
     node_overlay: bool = False
     static_capacity: bool = False
     capacity_buffer: bool = False
+    # On by default, as Karpenter's RFC (core#3203) ships it; only pools with no room to
+    # grow are affected (`karpy.disruption.methods.staticdrift`).
+    terminate_first_drift: bool = True
     pod_deletion_cost_management: bool = False
     unknown: tuple[str, ...] = ()  # names given that karpy does not know, ignored
 
@@ -40,6 +43,7 @@ class FeatureGates:
         "NodeOverlay": "node_overlay",
         "StaticCapacity": "static_capacity",
         "CapacityBuffer": "capacity_buffer",
+        "TerminateFirstDrift": "terminate_first_drift",
         "PodDeletionCostManagement": "pod_deletion_cost_management",
     }
 

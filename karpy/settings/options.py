@@ -94,7 +94,7 @@ OPTIONS: tuple[Option, ...] = (
            "warned about).", "provisioning", _BOOL),
     Option("feature_gates", "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation="
            "false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,"
-           "PodDeletionCostManagement=false",
+           "TerminateFirstDrift=true,PodDeletionCostManagement=false",
            _gates(FeatureGates), "Core gates, Name=true|false,...; unknown names are "
            "ignored with a warning.", "provisioning", "GATES"),
     Option("aws_feature_gates", "NodeClassCEL=false", _gates(AWSFeatureGates), "AWS gates, "

@@ -11,10 +11,13 @@ from karpy.disruption.methods.command import Decision
 from karpy.disruption.methods.consolidation import consolidation_candidates
 from karpy.disruption.methods.drift import Drift
 from karpy.disruption.methods.emptiness import empty_command
+from karpy.disruption.methods.ordered import methods_in_order
 from karpy.disruption.methods.singlenode import single_node_command
 from karpy.disruption.methods.staticdrift import StaticDrift, static_drift_command
 from karpy.rounds.nodeclaims import template_nodeclaim_for
+from karpy.settings import Settings
 from tests.disruption.world import World, managed_node, nodepool, pod_on
+from tests.kube.fakeclock import FakeClock
 
 Obj = dict[str, Any]
 
@@ -75,6 +78,50 @@ def test_static_drift_keeps_within_limits_nodes() -> None:
     room = World([static_pool(2, limits={"nodes": "3"}), *objects])
     drifted = [c for c in room.candidates() if StaticDrift().should_disrupt(c)]
     assert static_drift_command(drifted, {"default": 1}, room.snapshot).command is not None
+
+
+def test_at_the_limit_a_drifted_static_node_is_deleted_first_when_the_pool_is_whole() -> None:
+    """TerminateFirstDrift (Karpenter's RFC core#3203): no room for a replacement, so
+    the node goes first and the static controller makes its successor afterwards."""
+    objects = [static_pool(2, limits={"nodes": "2"}),
+               *managed_node("old", "c-2x-amd64-linux", drifted=True),
+               *managed_node("ok", "c-2x-amd64-linux")]  # fmt: skip
+    world = World(objects)
+    drifted = [c for c in world.candidates() if StaticDrift().should_disrupt(c)]
+    outcome = static_drift_command(drifted, {"default": 1}, world.snapshot, terminate_first=True)
+    command = outcome.command
+    assert command is not None
+    assert [c.name for c in command.candidates] == ["old"]
+    assert command.decision is Decision.DELETE
+    assert command.replacements == () and command.template_replacements == ()
+    assert static_drift_command(drifted, {"default": 0}, world.snapshot,
+                                terminate_first=True).command is None  # fmt: skip
+
+
+def test_terminate_first_waits_while_a_successor_is_still_coming() -> None:
+    """A pool one node short (its last successor not initialized yet) loses no more."""
+    coming = managed_node("new", "c-2x-amd64-linux")
+    coming[1]["status"]["conditions"] = [
+        c for c in coming[1]["status"]["conditions"] if c["type"] != "Initialized"
+    ]
+    objects = [static_pool(2, limits={"nodes": "2"}),
+               *managed_node("old", "c-2x-amd64-linux", drifted=True), *coming]  # fmt: skip
+    world = World(objects)
+    drifted = [c for c in world.candidates() if StaticDrift().should_disrupt(c)]
+    assert drifted, "the drifted node is a candidate"
+    assert static_drift_command(drifted, {"default": 1}, world.snapshot,
+                                terminate_first=True).command is None  # fmt: skip
+
+
+def test_the_terminate_first_gate_reaches_static_drift() -> None:
+    on = [m for m in methods_in_order(clock=FakeClock(), spot_to_spot=False)
+          if isinstance(m, StaticDrift)]  # fmt: skip
+    off = [m for m in methods_in_order(clock=FakeClock(), spot_to_spot=False,
+                                       terminate_first_drift=False)
+           if isinstance(m, StaticDrift)]  # fmt: skip
+    assert [m.terminate_first for m in on] == [True]
+    assert [m.terminate_first for m in off] == [False]
+    assert Settings().feature_gates.terminate_first_drift, "on by default"
 
 
 def test_a_template_nodeclaim_leaves_the_instance_type_to_the_cloud_provider() -> None:

@@ -23,13 +23,16 @@ if TYPE_CHECKING:
 __all__ = ["methods_in_order"]
 
 
-def methods_in_order(*, clock: Clock, spot_to_spot: bool) -> tuple[Method, ...]:
+def methods_in_order(
+    *, clock: Clock, spot_to_spot: bool, terminate_first_drift: bool = True
+) -> tuple[Method, ...]:
     """Fresh methods for one controller; the two consolidations share their memory of
-    having found nothing. ``spot_to_spot``: the ``SpotToSpotConsolidation`` gate."""
+    having found nothing. ``spot_to_spot``: the ``SpotToSpotConsolidation`` gate;
+    ``terminate_first_drift``: the ``TerminateFirstDrift`` gate."""
     consolidated = Consolidated(clock)
     return (
         Emptiness(),
-        StaticDrift(),
+        StaticDrift(terminate_first=terminate_first_drift),
         Drift(),
         MultiNodeConsolidation(consolidated, spot_to_spot=spot_to_spot),
         SingleNodeConsolidation(consolidated, spot_to_spot=spot_to_spot),

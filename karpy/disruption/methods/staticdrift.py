@@ -9,6 +9,14 @@ still scaling down is left alone (the extra node would be deleted as surplus), a
 replacement must fit under ``limits.nodes`` counting every NodeClaim the pool has
 (`karpy.disruption.staticpools`). One node is started per pass, oldest drift first; the
 controller runs the next pass a second later.
+
+**Terminate first** (gate ``TerminateFirstDrift``, Karpenter's RFC core#3203). A pool at
+its ``limits.nodes`` has no room for a replacement, so replacing first would stall its
+drift for ever. Then the drifted node is deleted first (a delete-only command within the
+``Drifted`` budget, drained as any other) and the static capacity controller makes the
+replacement once the old NodeClaim is gone. karpy does this only while the pool is whole
+(``replicas`` NodeClaims, every one initialized), so a pool is never more than one
+replacement short, whatever the budget; Karpenter leaves that to the budget and PDBs.
 """
 
 from __future__ import annotations
@@ -19,8 +27,9 @@ from karpy.apis.disruption import DisruptionReason
 from karpy.disruption.conditions import DRIFTED
 from karpy.disruption.methods.command import NOTHING, Command, ConsolidationType, Outcome
 from karpy.disruption.methods.method import DisruptionClass
+from karpy.disruption.orchestration import is_marked
 from karpy.disruption.staticpools import node_limit, static_count
-from karpy.lifecycle.conditions import is_true
+from karpy.lifecycle.conditions import INITIALIZED, is_true
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -33,10 +42,15 @@ __all__ = ["StaticDrift", "static_drift_command"]
 
 
 def static_drift_command(
-    candidates: Sequence[Candidate], budgets: dict[str, int], snapshot: StateSnapshot
+    candidates: Sequence[Candidate],
+    budgets: dict[str, int],
+    snapshot: StateSnapshot,
+    *,
+    terminate_first: bool = False,
 ) -> Outcome:
     """The first drifted static candidate (oldest drift first) whose pool's budget,
-    replica count and node limit allow a replacement now."""
+    replica count and node limit allow a replacement now; at the limit, with
+    ``terminate_first``, its deletion alone (see the module docstring)."""
 
     def since(c: Candidate) -> tuple[str, str]:
         condition = c.claim.status.condition(DRIFTED)
@@ -52,11 +66,23 @@ def static_drift_command(
             continue  # still scaling down: the surplus goes first
         limit = node_limit(pool)
         if limit is not None and count.total + 1 > limit:
+            if terminate_first and _whole(snapshot, pool.name, pool.spec.replicas):
+                return Outcome(Command(DisruptionReason.DRIFTED, ConsolidationType.DRIFT,
+                                       (candidate,)))  # fmt: skip
             continue
         command = Command(DisruptionReason.DRIFTED, ConsolidationType.DRIFT, (candidate,),
                           template_replacements=(pool.name,))  # fmt: skip
         return Outcome(command)
     return NOTHING
+
+
+def _whole(snapshot: StateSnapshot, pool: str, replicas: int) -> bool:
+    """The pool has its ``replicas`` NodeClaims, none leaving, every one initialized."""
+    claims = list(snapshot.nodeclaims_of(pool))
+    return len(claims) == replicas and all(
+        c.metadata.deletion_timestamp is None and not is_marked(c) and is_true(c, INITIALIZED)
+        for c in claims
+    )
 
 
 class StaticDrift:
@@ -65,6 +91,9 @@ class StaticDrift:
     disruption_class = DisruptionClass.EVENTUAL
     simulates = False
     refusal_event = "DisruptionBlocked"
+
+    def __init__(self, *, terminate_first: bool = False) -> None:
+        self.terminate_first = terminate_first
 
     def should_disrupt(self, candidate: Candidate) -> bool:
         return candidate.pool.is_static and is_true(candidate.claim, DRIFTED)
@@ -75,4 +104,5 @@ class StaticDrift:
     def compute_command(
         self, candidates: Sequence[Candidate], budgets: dict[str, int], what_if: WhatIf
     ) -> Outcome:
-        return static_drift_command(candidates, budgets, what_if.snapshot)
+        return static_drift_command(candidates, budgets, what_if.snapshot,
+                                    terminate_first=self.terminate_first)  # fmt: skip
