@@ -106,12 +106,15 @@ class CommandStart:
             self.metrics.disruption_decisions.labels(
                 str(command.decision), reason, str(command.consolidation_type)
             ).inc()
+        if names:
+            event_reason, message = "DisruptionLaunching", f"Launching NodeClaim: {reason}"
+        else:
+            event_reason, message = "DisruptionTerminating", f"Disrupting Node: {reason}"
+            if command.terminate_first:
+                message += " (before its replacement: the pool has no room to make it first)"
         for candidate, _ in marked:
-            for event in node_and_claim_events(candidate.name, candidate.claim,
-                                               "DisruptionTerminating" if not names else
-                                               "DisruptionLaunching",
-                                               f"Disrupting Node: {reason}" if not names else
-                                               f"Launching NodeClaim: {reason}"):  # fmt: skip
+            for event in node_and_claim_events(candidate.name, candidate.claim, event_reason,
+                                               message):  # fmt: skip
                 self.recorder.publish(event)
 
     async def _create_nodeclaim(self, name: str, body: dict[str, Any]) -> bool:

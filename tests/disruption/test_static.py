@@ -92,8 +92,10 @@ def test_at_the_limit_a_drifted_static_node_is_deleted_first_when_the_pool_is_wh
     command = outcome.command
     assert command is not None
     assert [c.name for c in command.candidates] == ["old"]
-    assert command.decision is Decision.DELETE
+    assert command.decision is Decision.DELETE and command.terminate_first
     assert command.replacements == () and command.template_replacements == ()
+    assert command.describe().endswith("first, its successor after (no room to make it "
+                                       "before): Drifted")  # fmt: skip
     assert static_drift_command(drifted, {"default": 0}, world.snapshot,
                                 terminate_first=True).command is None  # fmt: skip
 

@@ -47,6 +47,9 @@ class Command:
     # NodePools whose template alone makes one replacement each (a static pool's drifted
     # node): no scheduling decision, the cloud provider picks the instance type.
     template_replacements: tuple[str, ...] = ()
+    # Deleted before its successor exists, as there is no room to make it first (a static
+    # pool at its node limit); the successor comes from the pool's own controller.
+    terminate_first: bool = False
 
     @property
     def decision(self) -> Decision:
@@ -65,6 +68,8 @@ class Command:
             pools = ", ".join(sorted(set(self.template_replacements)))
             what += (f" with {len(self.template_replacements)} new node(s) from the "
                      f"template of NodePool {pools}")  # fmt: skip
+        if self.terminate_first:
+            what += " first, its successor after (no room to make it before)"
         return f"{what}: {self.reason}"
 
 

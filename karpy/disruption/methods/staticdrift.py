@@ -68,7 +68,7 @@ def static_drift_command(
         if limit is not None and count.total + 1 > limit:
             if terminate_first and _whole(snapshot, pool.name, pool.spec.replicas):
                 return Outcome(Command(DisruptionReason.DRIFTED, ConsolidationType.DRIFT,
-                                       (candidate,)))  # fmt: skip
+                                       (candidate,), terminate_first=True))  # fmt: skip
             continue
         command = Command(DisruptionReason.DRIFTED, ConsolidationType.DRIFT, (candidate,),
                           template_replacements=(pool.name,))  # fmt: skip
