@@ -230,13 +230,15 @@ class Disruption:
         self._report_blocked(blocked)
 
         balanced = balanced_pools(candidates)
+        # Empty's verdicts serve twice: which empty nodes are about to go, and emptiness's budget.
+        empty = budget_verdicts(snapshot, DisruptionReason.EMPTY, now)
         what_if = WhatIf(
             snapshot,
             compiled,
             nominated=nominated,
             settings=self.settings,
             budget=SIMULATION_BUDGET,
-            emptying=emptying_nodes(candidates, self._empty_allowed(snapshot, now)),
+            emptying=emptying_nodes(candidates, _allowed(empty)),
             pool_totals=pool_totals(
                 snapshot,
                 candidates,
@@ -266,7 +268,8 @@ class Disruption:
             if not eligible:
                 continue
             if method.reason not in budgets:
-                budgets[method.reason] = self._budgets(snapshot, method.reason, now)
+                known = empty if method.reason is DisruptionReason.EMPTY else None
+                budgets[method.reason] = self._budgets(snapshot, method.reason, now, known)
             allowed = budgets[method.reason]
             if not method.should_run(what_if, allowed):
                 continue
@@ -309,23 +312,26 @@ class Disruption:
 
     # --- budgets ---------------------------------------------------------------------------
 
-    @staticmethod
-    def _empty_allowed(snapshot: StateSnapshot, now: datetime) -> dict[str, int]:
-        """Per NodePool, how many nodes its budgets allow for ``Empty`` now, in-flight
-        disruptions aside: 0 means its empty nodes stay (`emptying_nodes`)."""
-        verdicts = budget_verdicts(snapshot, DisruptionReason.EMPTY, now)
-        return {name: verdict.allowed for name, verdict in verdicts.items()}
-
     def _budgets(
-        self, snapshot: StateSnapshot, reason: DisruptionReason, now: datetime
+        self,
+        snapshot: StateSnapshot,
+        reason: DisruptionReason,
+        now: datetime,
+        known: dict[str, BudgetVerdict] | None = None,
     ) -> dict[str, int]:
-        """Per NodePool, how many nodes may start being disrupted for ``reason`` now."""
-        return {name: v.remaining for name, v in self.verdicts(snapshot, reason, now).items()}
+        """Per NodePool, how many nodes may start being disrupted for ``reason`` now
+        (``known``: the verdicts, when already computed)."""
+        verdicts = self.verdicts(snapshot, reason, now, known)
+        return {name: v.remaining for name, v in verdicts.items()}
 
     def verdicts(
-        self, snapshot: StateSnapshot, reason: DisruptionReason, now: datetime
+        self,
+        snapshot: StateSnapshot,
+        reason: DisruptionReason,
+        now: datetime,
+        known: dict[str, BudgetVerdict] | None = None,
     ) -> dict[str, BudgetVerdict]:
-        verdicts = budget_verdicts(snapshot, reason, now)
+        verdicts = known if known is not None else budget_verdicts(snapshot, reason, now)
         for name, verdict in verdicts.items():
             if self.metrics is not None:
                 self.metrics.nodepools_allowed_disruptions.labels(name, str(reason)).set(
@@ -385,7 +391,9 @@ class Disruption:
                 nominated=nominated,
                 settings=self.settings,
                 budget=SIMULATION_BUDGET,
-                emptying=emptying_nodes(fresh, self._empty_allowed(snapshot, now)),
+                emptying=emptying_nodes(
+                    fresh, _allowed(budget_verdicts(snapshot, DisruptionReason.EMPTY, now))
+                ),
                 virtual=self._placeholders(),
                 now=now,
             )
@@ -445,6 +453,12 @@ class Disruption:
             for event in node_and_claim_events(candidate.name, candidate.claim, reason, why,
                                                dedupe_timeout=UNCONSOLIDATABLE_DEDUPE):  # fmt: skip
                 self.recorder.publish(event)
+
+
+def _allowed(verdicts: Mapping[str, BudgetVerdict]) -> dict[str, int]:
+    """Per NodePool, how many nodes its budgets allow, in-flight disruptions aside (for
+    ``Empty``: 0 means its empty nodes stay, `emptying_nodes`)."""
+    return {name: verdict.allowed for name, verdict in verdicts.items()}
 
 
 def budget_verdicts(

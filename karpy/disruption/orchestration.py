@@ -25,7 +25,6 @@ picks each decision up where it stood.
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
@@ -41,6 +40,7 @@ from karpy.kube.resources import NODECLAIMS, NODES
 from karpy.lifecycle.conditions import DISRUPTION_REASON, INITIALIZED, is_true, patch_status
 from karpy.lifecycle.termination.pods import DISRUPTED_TAINT
 from karpy.log import get_logger, obj_ref
+from karpy.observability.labels import snake_case
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
 from karpy.state.cluster import is_node
@@ -268,4 +268,4 @@ def _policy_label(snapshot: StateSnapshot, pool: str, reason: str) -> str:
     if nodepool is None or reason not in CONSOLIDATION_REASONS:
         return ""
     policy = nodepool.spec.disruption.consolidation_policy
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", policy).lower()
+    return snake_case(policy)

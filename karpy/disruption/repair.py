@@ -34,6 +34,7 @@ from karpy.kube.errors import NotFound
 from karpy.kube.events import Event, ObjectRef
 from karpy.kube.resources import NODECLAIMS
 from karpy.log import get_logger, obj_ref
+from karpy.observability.labels import snake_case
 from karpy.reconcile import DONE, Result, requeue_after
 from karpy.state import kinds
 from karpy.state.keys import NodeName
@@ -171,7 +172,7 @@ class NodeRepair:
                  **obj_ref("NodeClaim", claim.name), condition=condition)  # fmt: skip
         if self.metrics is not None:
             self.metrics.nodeclaims_unhealthy_disrupted.labels(
-                _snake(condition), pool, node.node.labels.get(LABEL_CAPACITY_TYPE, ""),
+                snake_case(condition), pool, node.node.labels.get(LABEL_CAPACITY_TYPE, ""),
                 claim.status.image_id,
             ).inc()  # fmt: skip
             self.metrics.disrupted(
@@ -191,8 +192,3 @@ def _pool_of(node: NodeInfo) -> str:
 def _status(node: NodeInfo, condition_type: str) -> str | None:
     condition = node.condition(condition_type)
     return None if condition is None else condition.status
-
-
-def _snake(name: str) -> str:
-    """``AcceleratedHardwareReady`` -> ``accelerated_hardware_ready`` (the metric label)."""
-    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))

@@ -3,14 +3,13 @@ deleted once it is older than its ``expireAfter``, and not before."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from karpy.disruption.expiration import Expiration
 from karpy.reconcile import DONE
 from karpy.state.keys import NodeClaimName
 from tests import factories as f
+from tests.fixtures.apiserver import create_with_status
 from tests.fixtures.lifecycle import lifecycle
 
 NODECLAIMS = "nodeclaims.karpenter.sh"
@@ -61,27 +60,17 @@ async def test_an_expired_node_counts_the_pods_its_disruption_initiates(apiserve
         expiration = Expiration(world.state, world.client, clock=clock,
                                 metrics=world.metrics.karpenter)  # fmt: skip
         old = f.nodeclaim("default-old", nodepool="default", expire_after="1h", node_name="n-old")
-        with_status(apiserver, NODECLAIMS, old)
+        create_with_status(apiserver, NODECLAIMS, old)
         daemon = f.owner_reference("DaemonSet", "agent")
         for pod in (f.pod("web-1", node_name="n-old", phase="Running"),
                     f.pod("web-2", node_name="n-old", phase="Running"),
                     f.pod("agent-x", node_name="n-old", phase="Running", owner_references=[daemon]),
                     f.pod("job-done", node_name="n-old", phase="Succeeded"),
                     f.pod("elsewhere", node_name="n-other", phase="Running")):  # fmt: skip
-            with_status(apiserver, "pods", pod)
+            create_with_status(apiserver, "pods", pod)
         await world.settled()
         await clock.advance(3600 + 10)
         assert await expiration.reconcile(NodeClaimName("default-old")) == DONE
         pods = world.metrics.registry.get_sample_value(
             "karpenter_pods_disruption_initiated_total", EXPIRED)  # fmt: skip
         assert pods == 2
-
-
-def with_status(apiserver, resource: str, obj: dict[str, Any]) -> None:
-    """Create ``obj`` and then write its status, as the API server drops it on create."""
-    created = apiserver.store.create(resource, obj)
-    status = obj["status"]
-    for condition in status.get("conditions") or ():
-        condition.setdefault("lastTransitionTime", "2025-01-01T00:00:00Z")
-    created["status"] = status
-    apiserver.store.update_status(resource, created)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from karpy.apis.hashes import nodepool_template_hash
 from karpy.apis.nodepool import NodePool
 from karpy.base.clock import SYSTEM_CLOCK
@@ -14,6 +12,7 @@ from karpy.nodepools.readiness import NodePoolReadiness, unimplemented
 from karpy.reconcile import DONE, requeue_after
 from karpy.state.keys import NodePoolName
 from tests import factories as f
+from tests.fixtures.apiserver import create_with_status
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
 from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
@@ -38,12 +37,6 @@ def mark_ready(apiserver, name: str = "default") -> None:
     nodeclass = apiserver.store.get("ec2nodeclasses.karpenter.k8s.aws", name)
     nodeclass["status"] = {"conditions": [READY]}
     apiserver.store.update_status("ec2nodeclasses.karpenter.k8s.aws", nodeclass)
-
-
-def create_with_status(apiserver, resource: str, obj: dict[str, Any]) -> None:
-    created = apiserver.store.create(resource, obj)
-    created["status"] = obj["status"]
-    apiserver.store.update_status(resource, created)
 
 
 async def test_a_pool_whose_nodeclass_is_missing_says_so_and_becomes_ready_with_it(apiserver):

@@ -20,9 +20,10 @@ from karpy.provisioning.provisioner import Provisioner
 from karpy.settings import Settings
 from karpy.state.keys import NodePoolName
 from tests import factories as f
+from tests.fixtures.apiserver import create_with_status
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
 from tests.fixtures.waiting import eventually
-from tests.nodepools.test_nodepools import conditions, create_with_status, mark_ready
+from tests.nodepools.test_nodepools import conditions, mark_ready
 
 HUGE = ["1e400", "9" * 100, "100000000000000000000000u", "1e1000000", "+1.5e19", "12345Ei"]
 

@@ -61,11 +61,7 @@ class Reservation:
     instances: set[str] = attrs.field(factory=set)
 
     def available(self, backend: Any) -> int:
-        running = 0
-        for instance_id in self.instances:
-            instance = backend.get_instance(instance_id) if _exists(backend, instance_id) else None
-            if instance is not None and instance.state not in _TERMINATED:
-                running += 1
+        running = sum(1 for i in self.instances if _live(backend, i))
         return max(self.total - running, 0)
 
     def record(self, backend: Any) -> dict[str, Any]:
@@ -95,12 +91,12 @@ class Reservation:
         return out
 
 
-def _exists(backend: Any, instance_id: str) -> bool:
+def _live(backend: Any, instance_id: str) -> bool:
+    """The instance exists and is not (being) terminated."""
     try:
-        backend.get_instance(instance_id)
+        return backend.get_instance(instance_id).state not in _TERMINATED
     except EC2ClientError:
         return False
-    return True
 
 
 def _store(backend: Any) -> dict[str, Reservation]:
