@@ -13,6 +13,9 @@ reconciler takes each marked NodeClaim through:
 2. **wait for every replacement to be initialized** (Event ``DisruptionWaitingReadiness``);
 3. **delete the NodeClaim** (Event ``DisruptionTerminating``): termination drains it
    through the Eviction API, respecting PodDisruptionBudgets, and removes the instance.
+   A node repair decision first sets the drain deadline
+   (``karpenter.sh/nodeclaim-termination-timestamp``) from its policy's grace period
+   (`repair_grace_of`): now, for a forceful repair, which skips the drain.
 
 If a replacement is deleted (its launch failed, say) or never appears, or the
 replacements are not all initialized within ten minutes, the decision is rolled back:
@@ -28,13 +31,18 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
+from karpy.apis.core import format_time
 from karpy.apis.labels import (
+    ANNOTATION_REPAIR_GRACE,
     ANNOTATION_REPLACEMENTS,
+    ANNOTATION_TERMINATION_TIMESTAMP,
     LABEL_CAPACITY_TYPE,
     LABEL_NODEPOOL,
     TAINT_DISRUPTED,
 )
 from karpy.disruption.events import node_and_claim_events
+from karpy.disruption.unhealthy import repair_grace
+from karpy.durations import parse_duration, to_timedelta
 from karpy.kube.errors import Conflict, NotFound
 from karpy.kube.resources import NODECLAIMS, NODES
 from karpy.lifecycle.conditions import DISRUPTION_REASON, INITIALIZED, is_true, patch_status
@@ -172,7 +180,12 @@ class DisruptionQueue:
         if claim.name in self._deleted:  # deleted moments ago; the informer is behind
             return DONE
         self._deleted[claim.name] = now
+        grace = repair_grace_of(claim)
         try:
+            if grace is not None:
+                deadline = format_time((self.clock.now() + grace).replace(microsecond=0))
+                stamp = {"annotations": {ANNOTATION_TERMINATION_TIMESTAMP: deadline}}
+                await self.client.patch(NODECLAIMS, claim.name, {"metadata": stamp})
             await self.client.delete(NODECLAIMS, claim.name)
         except NotFound:
             return DONE
@@ -191,7 +204,7 @@ class DisruptionQueue:
                 labels.get(LABEL_CAPACITY_TYPE, ""),
                 pods=snapshot.reschedulable_count(node.name if node else claim.status.node_name),
                 consolidation_policy=_policy_label(snapshot, pool, reason),
-                termination_mode="graceful",
+                termination_mode="forceful" if grace is not None and not grace else "graceful",
             )
         return DONE
 
@@ -201,7 +214,11 @@ class DisruptionQueue:
         conditions = tuple(c for c in claim.status.conditions if c.type != DISRUPTION_REASON)
         try:
             await patch_status(self.client, claim, conditions=conditions)
-            unannotate = {"metadata": {"annotations": {ANNOTATION_REPLACEMENTS: None}}}
+            unannotate = {
+                "metadata": {
+                    "annotations": {ANNOTATION_REPLACEMENTS: None, ANNOTATION_REPAIR_GRACE: None}
+                }
+            }
             await self.client.patch(NODECLAIMS, claim.name, unannotate)
         except NotFound:
             return DONE
@@ -251,6 +268,23 @@ class DisruptionQueue:
             log.info("tainted node" if add else "untainted node", **obj_ref("Node", node.name),
                      taint={"key": TAINT_DISRUPTED, "effect": "NoSchedule"})  # fmt: skip
             return
+
+
+def repair_grace_of(claim: NodeClaim) -> timedelta | None:
+    """The drain bound node repair decided for ``claim``: its policy's grace period
+    (`ANNOTATION_REPAIR_GRACE`) composed with the NodeClaim's own as a minimum
+    (`karpy.disruption.unhealthy.repair_grace`); None when repair set none (the
+    NodeClaim's own then applies as for any deletion) or the text is no duration."""
+    text = claim.metadata.annotations.get(ANNOTATION_REPAIR_GRACE)
+    if text is None:
+        return None
+    try:
+        policy = to_timedelta(parse_duration(text))
+    except ValueError:
+        log.warning("ignoring unreadable repair grace period", **obj_ref("NodeClaim", claim.name),
+                    value=text)  # fmt: skip
+        return None
+    return repair_grace(policy, claim.spec.termination_grace_period)
 
 
 def _is_disrupted(taint: dict[str, Any]) -> bool:

@@ -33,6 +33,10 @@ class FeatureGates:
     # On by default, as Karpenter's RFC (core#3203) ships it; only pools with no room to
     # grow are affected (`karpy.disruption.methods.staticdrift`).
     terminate_first_drift: bool = True
+    # The same for node repair's unhealthy nodes (`karpy.disruption.methods.repair`); on by
+    # default like its drift twin (the reference lists both, without defaults: karpy's
+    # reading of the RFC).
+    terminate_first_repair: bool = True
     pod_deletion_cost_management: bool = False
     unknown: tuple[str, ...] = ()  # names given that karpy does not know, ignored
 
@@ -44,6 +48,7 @@ class FeatureGates:
         "StaticCapacity": "static_capacity",
         "CapacityBuffer": "capacity_buffer",
         "TerminateFirstDrift": "terminate_first_drift",
+        "TerminateFirstRepair": "terminate_first_repair",
         "PodDeletionCostManagement": "pod_deletion_cost_management",
     }
 

@@ -28,7 +28,7 @@ class ConsolidationType(enum.StrEnum):
     """The ``consolidation_type`` label of Karpenter's decision metrics."""
 
     EMPTY = "empty"
-    DRIFT = ""  # drift is not consolidation
+    DRIFT = ""  # drift is not consolidation, and nor is node repair
     MULTI = "multi"
     SINGLE = "single"
 
@@ -50,6 +50,9 @@ class Command:
     # Deleted before its successor exists, as there is no room to make it first (a static
     # pool at its node limit); the successor comes from the pool's own controller.
     terminate_first: bool = False
+    # Written on each candidate NodeClaim with its replacements' names (node repair's
+    # drain bound, `karpy.apis.labels.ANNOTATION_REPAIR_GRACE`).
+    annotations: tuple[tuple[str, str], ...] = ()
 
     @property
     def decision(self) -> Decision:
