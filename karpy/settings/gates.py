@@ -61,9 +61,14 @@ class AWSFeatureGates:
     """The AWS provider's gates (`AWS_FEATURE_GATES`)."""
 
     node_class_cel: bool = False
+    # Node repair may reboot a node instead of replacing it (`karpy.cloud.aws.repair`).
+    reboot_for_repair: bool = False
     unknown: tuple[str, ...] = ()  # names given that karpy does not know, ignored
 
-    NAMES: ClassVar[dict[str, str]] = {"NodeClassCEL": "node_class_cel"}
+    NAMES: ClassVar[dict[str, str]] = {
+        "NodeClassCEL": "node_class_cel",
+        "RebootForRepair": "reboot_for_repair",
+    }
 
     def as_dict(self) -> dict[str, bool]:
         return {name: getattr(self, field) for name, field in self.NAMES.items()}

@@ -38,7 +38,7 @@ def test_feature_gates_are_always_rendered_in_karpenters_order(default_objects):
         "NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,"
         "TerminateFirstDrift=true,TerminateFirstRepair=true,PodDeletionCostManagement=false"
     )
-    assert env["AWS_FEATURE_GATES"] == "NodeClassCEL=false"
+    assert env["AWS_FEATURE_GATES"] == "NodeClassCEL=false,RebootForRepair=false"
 
 
 def test_a_gate_karpy_does_not_know_is_passed_on_for_karpy_to_ignore():
