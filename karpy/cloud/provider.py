@@ -154,6 +154,13 @@ class CloudProvider(Protocol):
         `NodeClaimNotFound` when there is no instance (any longer): termination is done."""
         ...
 
+    async def reboot(self, nodeclaim: NodeClaim) -> None:
+        """Reboot the instance of ``nodeclaim`` in place (node repair's ``RebootNode``,
+        Karpenter 1.15's ``CloudProvider.Reboot``): it comes back as the same Node with a
+        new ``status.nodeInfo.bootID``. Raises `NodeClaimNotFound` when there is no
+        instance (any longer)."""
+        ...
+
     async def get(self, provider_id: str) -> Instance:
         """The instance, or `NodeClaimNotFound` if it is gone or terminating."""
         ...

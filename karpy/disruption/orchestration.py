@@ -2,7 +2,7 @@
 says (Karpenter's orchestration queue, without the queue in memory).
 
 A decision (`karpy.disruption.controller`) marks each NodeClaim it disrupts with the
-``DisruptionReason`` condition (reason Empty, Underutilized, Drifted) and the
+``DisruptionReason`` condition (reason Empty, Underutilized, Drifted, Unhealthy) and the
 ``disruption.karpy.dev/replacements`` annotation (the names of the NodeClaims it creates
 to replace them, possibly none), then creates those replacements. From there this
 reconciler takes each marked NodeClaim through:
@@ -16,6 +16,9 @@ reconciler takes each marked NodeClaim through:
    A node repair decision first sets the drain deadline
    (``karpenter.sh/nodeclaim-termination-timestamp``) from its policy's grace period
    (`repair_grace_of`): now, for a forceful repair, which skips the drain.
+
+A NodeClaim a repair decision chose to reboot takes another path
+(`karpy.disruption.reboot`): drained, rebooted once, unmarked when its node boots again.
 
 If a replacement is deleted (its launch failed, say) or never appears, or the
 replacements are not all initialized within ten minutes, the decision is rolled back:
@@ -41,6 +44,7 @@ from karpy.apis.labels import (
     TAINT_DISRUPTED,
 )
 from karpy.disruption.events import node_and_claim_events
+from karpy.disruption.reboot import REBOOT_MARKS, RebootStep, is_reboot
 from karpy.disruption.unhealthy import repair_grace
 from karpy.durations import parse_duration, to_timedelta
 from karpy.kube.errors import Conflict, NotFound
@@ -59,8 +63,10 @@ if TYPE_CHECKING:
 
     from karpy.apis.nodeclaim import NodeClaim
     from karpy.base.clock import Clock
+    from karpy.cloud.provider import CloudProvider
     from karpy.kube.client import KubeClient
     from karpy.kube.events import EventRecorder
+    from karpy.lifecycle.termination.eviction import Evictor
     from karpy.observability.karpenter_metrics import KarpenterMetrics
     from karpy.state.cluster import ClusterState, StateChange
     from karpy.state.records import NodeInfo
@@ -104,13 +110,21 @@ class DisruptionQueue:
         *,
         clock: Clock,
         metrics: KarpenterMetrics | None = None,
+        provider: CloudProvider | None = None,
+        evictor: Evictor | None = None,
     ) -> None:
+        """``provider`` and ``evictor``: for node repair's reboots (`karpy.disruption.reboot`);
+        without them a reboot decision is rolled back."""
         self.state = state
         self.client = client
         self.recorder = recorder
         self.clock = clock
         self.metrics = metrics
         self._deleted: dict[str, float] = {}  # NodeClaim -> when this process deleted it
+        self._reboot = None
+        if provider is not None and evictor is not None:
+            self._reboot = RebootStep(client, recorder, provider, evictor, clock=clock,
+                                      taint=self._taint, untaint=self._untaint)  # fmt: skip
 
     # --- which NodeClaims ---------------------------------------------------------------
 
@@ -147,6 +161,10 @@ class DisruptionQueue:
         assert condition is not None
         reason = condition.reason
         since = condition.last_transition_time or self.clock.now()
+        if is_reboot(claim):
+            if self._reboot is None:
+                return await self._roll_back(claim, node, reason, "reboots are not available")
+            return await self._reboot.step(claim, node, since, snapshot)
         age = self.clock.now() - since
         replacements = replacements_of(claim)
         claims = snapshot.nodeclaims
@@ -214,11 +232,8 @@ class DisruptionQueue:
         conditions = tuple(c for c in claim.status.conditions if c.type != DISRUPTION_REASON)
         try:
             await patch_status(self.client, claim, conditions=conditions)
-            unannotate = {
-                "metadata": {
-                    "annotations": {ANNOTATION_REPLACEMENTS: None, ANNOTATION_REPAIR_GRACE: None}
-                }
-            }
+            marks = (ANNOTATION_REPAIR_GRACE, *REBOOT_MARKS)
+            unannotate = {"metadata": {"annotations": dict.fromkeys(marks)}}
             await self.client.patch(NODECLAIMS, claim.name, unannotate)
         except NotFound:
             return DONE

@@ -116,6 +116,8 @@ class CommandStart:
             ).inc()
         if names:
             event_reason, message = "DisruptionLaunching", f"Launching NodeClaim: {reason}"
+        elif command.reboot:
+            event_reason, message = "DisruptionRebooting", f"Draining Node to reboot: {reason}"
         else:
             event_reason, message = "DisruptionTerminating", f"Disrupting Node: {reason}"
             if command.terminate_first:

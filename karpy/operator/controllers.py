@@ -51,6 +51,7 @@ from karpy.lifecycle.garbagecollection import GarbageCollection
 from karpy.lifecycle.leasegc import LeaseGarbageCollection
 from karpy.lifecycle.nodeclaim import NodeClaimLifecycle
 from karpy.lifecycle.termination import termination_controllers
+from karpy.lifecycle.termination.eviction import Evictor
 from karpy.nodepools.counter import NodePoolCounter
 from karpy.nodepools.hash import NodePoolHash
 from karpy.nodepools.readiness import NodePoolReadiness
@@ -158,7 +159,10 @@ def build_controllers(
                                         metrics=karpenter, buffers=buffers,
                                         repair_policies=repair_policies)),
                    resync=DISRUPTION_POLL),
-        controller(DisruptionQueue(state, client, recorder, clock=clock, metrics=karpenter),
+        controller(DisruptionQueue(state, client, recorder, clock=clock, metrics=karpenter,
+                                   provider=provider,
+                                   evictor=Evictor(client, recorder, metrics=karpenter,
+                                                   clock=clock)),
                    workers=4, resync=30.0),
     ]  # fmt: skip
     if settings.feature_gates.static_capacity:

@@ -236,6 +236,7 @@ class NodeInfo:
     conditions: tuple[NodeCondition, ...] = ()
     do_not_disrupt: str | None = None  # the karpenter.sh/do-not-disrupt annotation
     do_not_repair: str | None = None  # the karpenter.sh/do-not-repair annotation
+    boot_id: str = ""  # status.nodeInfo.bootID: a new one after each reboot
 
     def condition(self, type_: str) -> NodeCondition | None:
         return next((c for c in self.conditions if c.type == type_), None)
@@ -278,6 +279,7 @@ def node_info(data: Mapping[str, Any]) -> NodeInfo:
         conditions=conditions,
         do_not_disrupt=_annotation(meta, ANNOTATION_DO_NOT_DISRUPT),
         do_not_repair=_annotation(meta, ANNOTATION_DO_NOT_REPAIR),
+        boot_id=str((status.get("nodeInfo") or {}).get("bootID") or ""),
     )
 
 

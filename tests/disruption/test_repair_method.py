@@ -14,12 +14,15 @@ from karpy.apis.disruption import DisruptionReason
 from karpy.apis.labels import (
     ANNOTATION_DO_NOT_DISRUPT,
     ANNOTATION_DO_NOT_REPAIR,
+    ANNOTATION_REBOOT_GRACE,
+    ANNOTATION_REBOOTED_AT,
     ANNOTATION_REPAIR_GRACE,
+    ANNOTATION_REPAIR_REBOOT,
     ANNOTATION_REPLACEMENTS,
 )
 from karpy.cloud.fake import FakeCloudProvider
 from karpy.cloud.fake.catalog import embedded_catalog
-from karpy.cloud.provider import RepairPolicy
+from karpy.cloud.provider import RepairAction, RepairPolicy
 from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.disruption.candidates import find_candidates
 from karpy.disruption.controller import Disruption, budget_verdicts
@@ -153,6 +156,46 @@ def test_a_static_pool_at_its_limit_repairs_terminate_first_with_the_gate() -> N
     assert roomy.template_replacements == ("default",)
 
 
+REBOOTING = (RepairPolicy("AcceleratedHardwareReady", "False", timedelta(minutes=10),
+                          action=RepairAction.REBOOT,
+                          termination_grace_period=timedelta(minutes=15)),)  # fmt: skip
+
+
+def gpu_fault(name: str, rebooted_minutes_ago: int | None = None) -> list[Obj]:
+    annotations = {}
+    if rebooted_minutes_ago is not None:
+        at = NOW - timedelta(minutes=rebooted_minutes_ago)
+        annotations[ANNOTATION_REBOOTED_AT] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return sick(name, condition="AcceleratedHardwareReady", minutes=60,
+                claim_annotations=annotations)  # fmt: skip
+
+
+def decide_with(world: World, policies: Any) -> Any:
+    found, _ = find_candidates(world.snapshot, now=NOW, nominated=set(), types_by_name=TYPES)
+    return repair_command(found, {"default": 1}, world.simulate, world.snapshot, policies,
+                          NOW).command  # fmt: skip
+
+
+def test_a_reboot_policy_reboots_in_place_within_the_budget() -> None:
+    command = decide_with(World([nodepool(), *gpu_fault("gpu")]), REBOOTING)
+    assert command.decision is Decision.REBOOT and command.reboot
+    assert command.replacements == () and command.template_replacements == ()
+    assert dict(command.annotations) == {ANNOTATION_REPAIR_REBOOT: "true",
+                                         ANNOTATION_REBOOT_GRACE: "15m0s"}  # fmt: skip
+    assert command.describe().startswith("reboot 1 node(s) (gpu)")
+    world = World([nodepool(), *gpu_fault("gpu")])
+    assert repair_command(world.candidates(), {"default": 0}, world.simulate, world.snapshot,
+                          REBOOTING, NOW).command is None  # fmt: skip
+
+
+def test_a_node_is_rebooted_once_then_replaced_if_still_unhealthy_a_toleration_on() -> None:
+    recently = World([nodepool(), *gpu_fault("gpu", rebooted_minutes_ago=5)])
+    assert decide_with(recently, REBOOTING) is None, "it may still recover"
+    later = World([nodepool(), *gpu_fault("gpu", rebooted_minutes_ago=11)])
+    command = decide_with(later, REBOOTING)
+    assert command.decision is Decision.REPLACE and not command.reboot
+
+
 # --- budgets --------------------------------------------------------------------------------
 
 
@@ -223,14 +266,8 @@ def marked(claims: dict[str, Obj]) -> list[str]:
                    for c in claim.get("status", {}).get("conditions", ()))]  # fmt: skip
 
 
-async def test_the_controller_repairs_within_budget_pre_spinning_and_heeding_the_veto(
-    apiserver,
-) -> None:
-    objects = [nodepool(budgets=[{"nodes": "1", "reasons": ["Unhealthy"]}, {"nodes": "100%"}]),
-               *sick("a-old", minutes=60, annotations={ANNOTATION_DO_NOT_DISRUPT: "true"}),
-               *sick("b-young", minutes=35),
-               *sick("c-vetoed", minutes=90, annotations={ANNOTATION_DO_NOT_REPAIR: "true"}),
-               *healthy("d-fine")]  # fmt: skip
+def store(apiserver: Any, objects: list[Obj]) -> None:
+    """``objects`` in the API server, statuses included."""
     for obj in objects:
         kind = {"Node": "nodes", "NodeClaim": NODECLAIMS, "Pod": "pods",
                 "NodePool": "nodepools.karpenter.sh"}[obj["kind"]]  # fmt: skip
@@ -241,14 +278,46 @@ async def test_the_controller_repairs_within_budget_pre_spinning_and_heeding_the
             for condition in stored["status"].get("conditions", ()):
                 condition.setdefault("lastTransitionTime", "2026-05-01T00:00:00Z")
             apiserver.store.update_status(kind, stored)
+
+
+def repairing(world: Any, objects: list[Obj], policies: Any) -> Disruption:
+    """The disruption controller of ``world`` with node repair on, with ``policies``."""
+    settings = Settings(feature_gates=FeatureGates(node_repair=True))
+    return Disruption(world.state, world.client, world.recorder, settings,
+                      contexts=Contexts(World(objects).compiled),  # type: ignore[arg-type]
+                      nominations=lambda _: {}, clock=FakeClock(NOW),
+                      metrics=world.metrics.karpenter, repair_policies=policies)  # fmt: skip
+
+
+async def test_the_controller_reboots_without_a_replacement(apiserver) -> None:
+    objects = [nodepool(), *gpu_fault("gpu")]
+    store(apiserver, objects)
     async with controller_world(apiserver) as world:
         await world.settled()
-        settings = Settings(feature_gates=FeatureGates(node_repair=True))
-        disruption = Disruption(world.state, world.client, world.recorder, settings,
-                                contexts=Contexts(World(objects).compiled),  # type: ignore[arg-type]
-                                nominations=lambda _: {}, clock=FakeClock(NOW),
-                                metrics=world.metrics.karpenter,
-                                repair_policies=POLICIES)  # fmt: skip
+        await repairing(world, objects, REBOOTING).reconcile()
+        await world.settled()
+        claims = {c["metadata"]["name"]: c for c in apiserver.store.list(NODECLAIMS)}
+        assert marked(claims) == ["gpu"] and list(claims) == ["gpu"], "nothing launched"
+        assert claims["gpu"]["metadata"]["annotations"][ANNOTATION_REPAIR_REBOOT] == "true"
+        rebooting = await eventually(lambda: world.events("DisruptionRebooting"))
+        assert {e["message"] for e in rebooting} == {"Draining Node to reboot: Unhealthy"}
+        decided = {"decision": "reboot", "reason": "Unhealthy", "consolidation_type": ""}
+        assert world.metrics.registry.get_sample_value(
+            "karpenter_voluntary_disruption_decisions_total", decided) == 1  # fmt: skip
+
+
+async def test_the_controller_repairs_within_budget_pre_spinning_and_heeding_the_veto(
+    apiserver,
+) -> None:
+    objects = [nodepool(budgets=[{"nodes": "1", "reasons": ["Unhealthy"]}, {"nodes": "100%"}]),
+               *sick("a-old", minutes=60, annotations={ANNOTATION_DO_NOT_DISRUPT: "true"}),
+               *sick("b-young", minutes=35),
+               *sick("c-vetoed", minutes=90, annotations={ANNOTATION_DO_NOT_REPAIR: "true"}),
+               *healthy("d-fine")]  # fmt: skip
+    store(apiserver, objects)
+    async with controller_world(apiserver) as world:
+        await world.settled()
+        disruption = repairing(world, objects, POLICIES)
 
         await disruption.reconcile()
         await world.settled()

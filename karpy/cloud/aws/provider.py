@@ -213,6 +213,10 @@ class AWSCloudProvider:
                 self.reservations.terminated(reservation, instance_id)
             raise
 
+    async def reboot(self, nodeclaim: NodeClaim) -> None:
+        instance_id = self._instance_id(nodeclaim.status.provider_id)
+        await (await self.launcher()).reboot(instance_id)
+
     async def get(self, provider_id: str) -> Instance:
         instance = await (await self.launcher()).get(self._instance_id(provider_id))
         if instance.terminating:  # shutting down: gone, for the protocol's callers

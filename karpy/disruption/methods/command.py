@@ -36,6 +36,7 @@ class ConsolidationType(enum.StrEnum):
 class Decision(enum.StrEnum):
     DELETE = "delete"
     REPLACE = "replace"
+    REBOOT = "reboot"  # node repair's RebootNode: the node stays
 
 
 @attrs.frozen(slots=True)
@@ -53,9 +54,13 @@ class Command:
     # Written on each candidate NodeClaim with its replacements' names (node repair's
     # drain bound, `karpy.apis.labels.ANNOTATION_REPAIR_GRACE`).
     annotations: tuple[tuple[str, str], ...] = ()
+    # Rebooted in place rather than deleted (node repair's RebootNode action).
+    reboot: bool = False
 
     @property
     def decision(self) -> Decision:
+        if self.reboot:
+            return Decision.REBOOT
         replaces = self.replacements or self.template_replacements
         return Decision.REPLACE if replaces else Decision.DELETE
 

@@ -19,6 +19,11 @@ deleted first (`karpy.disruption.methods.staticdrift.static_replacement`).
 The policy's termination grace period travels with the decision as an annotation on the
 NodeClaim (`karpy.apis.labels.ANNOTATION_REPAIR_GRACE`), so a restarted karpy drains the
 node as decided.
+
+A ``RebootNode`` policy (the cloud provider offers one only when it can reboot: on AWS,
+gate ``RebootForRepair``) reboots the node in place instead, within the same budget, no
+replacement made (`karpy.disruption.reboot`). A node is rebooted once: if a reboot policy
+still calls it unhealthy a toleration after its reboot, it is replaced.
 """
 
 from __future__ import annotations
@@ -28,10 +33,18 @@ from typing import TYPE_CHECKING
 import attrs
 
 from karpy.apis.disruption import DisruptionReason
-from karpy.apis.labels import ANNOTATION_DO_NOT_REPAIR, ANNOTATION_REPAIR_GRACE
+from karpy.apis.labels import (
+    ANNOTATION_DO_NOT_REPAIR,
+    ANNOTATION_REBOOT_GRACE,
+    ANNOTATION_REPAIR_GRACE,
+    ANNOTATION_REPAIR_REBOOT,
+)
+from karpy.cloud.provider import RepairAction
 from karpy.disruption.methods.command import Command, ConsolidationType, Outcome
 from karpy.disruption.methods.method import DisruptionClass
 from karpy.disruption.methods.staticdrift import static_replacement
+from karpy.disruption.orchestration import is_marked
+from karpy.disruption.reboot import rebooted_at
 from karpy.disruption.unhealthy import diagnose, priority_ranks, repair_score
 from karpy.durations import format_duration, from_timedelta
 
@@ -89,10 +102,22 @@ def repair_command(  # noqa: PLR0917 - one repair decision's inputs
     for candidate, policy in repair_order(candidates, policies, now):
         if vetoed(candidate) or budgets.get(candidate.nodepool, 0) <= 0:
             continue
+        grace = policy.termination_grace_period
+        text = format_duration(from_timedelta(grace)) if grace is not None else None
+        if policy.action is RepairAction.REBOOT:
+            rebooted = rebooted_at(candidate.claim)
+            if rebooted is None:
+                marks = [(ANNOTATION_REPAIR_REBOOT, "true")]
+                if text is not None:
+                    marks.append((ANNOTATION_REBOOT_GRACE, text))
+                return Outcome(Command(DisruptionReason.UNHEALTHY, ConsolidationType.DRIFT,
+                                       (candidate,), annotations=tuple(marks), reboot=True),
+                               tuple(blocked))  # fmt: skip
+            if now < rebooted + policy.toleration:
+                continue  # rebooted: give it a toleration to recover before replacing it
         annotations: tuple[tuple[str, str], ...] = ()
-        if policy.termination_grace_period is not None:
-            grace = format_duration(from_timedelta(policy.termination_grace_period))
-            annotations = ((ANNOTATION_REPAIR_GRACE, grace),)
+        if text is not None:
+            annotations = ((ANNOTATION_REPAIR_GRACE, text),)
         if candidate.pool.is_static:
             command = static_replacement(candidate, snapshot, DisruptionReason.UNHEALTHY,
                                          terminate_first=terminate_first)  # fmt: skip
@@ -130,10 +155,10 @@ class Repair:
         self.terminate_first = terminate_first
 
     def should_disrupt(self, candidate: Candidate) -> bool:
-        return (
-            not vetoed(candidate)
-            and diagnose(candidate.node, self.policies, self.clock.now()).unhealthy
-        )
+        # A NodeClaim already marked (and not yet tainted) is being repaired: not again.
+        if vetoed(candidate) or is_marked(candidate.claim):
+            return False
+        return diagnose(candidate.node, self.policies, self.clock.now()).unhealthy
 
     def should_run(self, what_if: WhatIf, budgets: Mapping[str, int]) -> bool:
         return bool(self.policies)
