@@ -100,6 +100,15 @@ def test_only_nodes_unhealthy_past_their_toleration_are_candidates() -> None:
     assert [c.name for c in repairable(world)] == ["old"]
 
 
+def test_a_node_a_decision_already_chose_is_not_chosen_again() -> None:
+    """Marked, and not yet tainted by the queue: the next pass must not repair it twice."""
+    chosen = sick("chosen")
+    chosen[1]["status"]["conditions"].append(
+        {"type": "DisruptionReason", "status": "True", "reason": "Unhealthy"})  # fmt: skip
+    world = World([nodepool(), *chosen, *sick("other")])
+    assert [c.name for c in repairable(world)] == ["other"]
+
+
 def test_do_not_repair_vetoes_and_do_not_disrupt_does_not() -> None:
     world = World([
         nodepool(),
@@ -222,6 +231,18 @@ def test_repair_runs_first_only_when_it_is_a_method() -> None:
     assert isinstance(on[0], Repair)
     off = methods_in_order(clock=clock, spot_to_spot=False)
     assert not any(isinstance(m, Repair) for m in off)
+
+
+def test_the_terminate_first_repair_gate_reaches_repair() -> None:
+    def repair(**gates: bool) -> Repair:
+        methods = methods_in_order(clock=FakeClock(NOW), spot_to_spot=False,
+                                   repair_policies=POLICIES, **gates)  # fmt: skip
+        (method,) = [m for m in methods if isinstance(m, Repair)]
+        return method
+
+    assert repair().terminate_first, "on by default"
+    assert not repair(terminate_first_repair=False).terminate_first
+    assert Settings().feature_gates.terminate_first_repair
 
 
 def built(gate: bool, legacy: bool) -> tuple[list[str], bool]:
