@@ -75,8 +75,10 @@ CASES = [
     ("feature_gates", "NodeOverlay=true", FeatureGates(node_overlay=True),
      "SpotToSpotConsolidation=true, ReservedCapacity=false",
      FeatureGates(spot_to_spot_consolidation=True, reserved_capacity=False)),
+    ("legacy_node_repair", "true", True, "false", False),
     ("aws_feature_gates", "NodeClassCEL=true", AWSFeatureGates(node_class_cel=True),
-     "NodeClassCEL=false", AWSFeatureGates(node_class_cel=False)),
+     "NodeClassCEL=false, RebootForRepair=true",
+     AWSFeatureGates(node_class_cel=False, reboot_for_repair=True)),
     ("cloud_provider", "fake", "fake", "aws", "aws"),
     ("fake_instance_types", "/etc/karpy/catalog.yaml", "/etc/karpy/catalog.yaml", "x.yaml",
      "x.yaml"),
@@ -483,7 +485,7 @@ def test_log_fields_spell_values_as_they_are_configured():
     assert logged["batchMaxDuration"] == "1m30s"
     assert logged["amiRefreshInterval"] == "1m0s"
     assert logged["featureGates"]["NodeOverlay"] is True
-    assert logged["awsFeatureGates"] == {"NodeClassCEL": False}
+    assert logged["awsFeatureGates"] == {"NodeClassCEL": False, "RebootForRepair": False}
     assert logged["clusterCA"] is None
     assert logged["logOutputPaths"] == ("stdout",)
     assert len(logged) == len(OPTIONS)

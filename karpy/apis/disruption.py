@@ -28,3 +28,6 @@ class DisruptionReason(enum.StrEnum):
     EMPTY = "Empty"
     UNDERUTILIZED = "Underutilized"
     DRIFTED = "Drifted"
+    # Node repair (Karpenter 1.15, RFC core#3192): the reason names the node's state, not
+    # the method ("repair") that acts on it.
+    UNHEALTHY = "Unhealthy"

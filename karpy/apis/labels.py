@@ -39,6 +39,12 @@ LABEL_DO_NOT_SYNC_TAINTS: Final = f"{GROUP}/do-not-sync-taints"
 
 # Karpenter annotations
 ANNOTATION_DO_NOT_DISRUPT: Final = f"{GROUP}/do-not-disrupt"
+# Node or NodeClaim: node repair leaves it alone (Karpenter 1.15; do-not-disrupt does not)
+ANNOTATION_DO_NOT_REPAIR: Final = f"{GROUP}/do-not-repair"
+# NodeClaim, node repair's reboot (Karpenter 1.15): the node's bootID before the reboot was
+# asked for (so a restarted controller never reboots twice), and the policy's drain bound
+ANNOTATION_REBOOT_PRE_BOOT_ID: Final = f"{GROUP}/reboot-pre-boot-id"
+ANNOTATION_REBOOT_GRACE: Final = f"{GROUP}/reboot-termination-grace-period"
 ANNOTATION_PROVIDER_COMPATIBILITY: Final = f"{COMPATIBILITY_GROUP}/provider"
 ANNOTATION_NODEPOOL_HASH: Final = f"{GROUP}/nodepool-hash"
 ANNOTATION_NODEPOOL_HASH_VERSION: Final = f"{GROUP}/nodepool-hash-version"
@@ -49,6 +55,13 @@ ANNOTATION_CAPACITY_OVERLAY_APPLIED: Final = f"{GROUP}/capacity-overlay-applied"
 ANNOTATION_POD_DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
 # karpy's own: on a NodeClaim a disruption decision chose, the replacements it waits for
 ANNOTATION_REPLACEMENTS: Final = "disruption.karpy.dev/replacements"
+# karpy's own: on a NodeClaim node repair chose, its repair policy's drain bound (a Go
+# duration), which the deletion turns into the termination timestamp
+ANNOTATION_REPAIR_GRACE: Final = "disruption.karpy.dev/repair-termination-grace-period"
+# karpy's own: on a NodeClaim node repair chose to reboot ("true"), and when its reboot was
+# asked for (RFC 3339; kept after it, so a node is rebooted at most once)
+ANNOTATION_REPAIR_REBOOT: Final = "disruption.karpy.dev/repair-reboot"
+ANNOTATION_REBOOTED_AT: Final = "disruption.karpy.dev/rebooted-at"
 # EC2NodeClass drift: the class's hash (and its scheme's version) on the class and on each
 # NodeClaim launched from it; the managed instance profile's name on the class.
 ANNOTATION_EC2NODECLASS_HASH: Final = f"{AWS_GROUP}/ec2nodeclass-hash"

@@ -31,7 +31,12 @@ CONSOLIDATION_POLICIES = tuple(policy.value for policy in ConsolidationPolicy)
 # in the CRD's order
 BUDGET_REASONS = tuple(
     reason.value
-    for reason in (DisruptionReason.UNDERUTILIZED, DisruptionReason.EMPTY, DisruptionReason.DRIFTED)
+    for reason in (
+        DisruptionReason.UNDERUTILIZED,
+        DisruptionReason.EMPTY,
+        DisruptionReason.DRIFTED,
+        DisruptionReason.UNHEALTHY,
+    )
 )
 _CRON_PATTERN = (
     r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"

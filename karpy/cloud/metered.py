@@ -83,6 +83,11 @@ class MeteredCloudProvider:
             self.write_gate.check("Delete", nodeclaim.name)
         await self._call("Delete", lambda: self.inner.delete(nodeclaim))
 
+    async def reboot(self, nodeclaim: NodeClaim) -> None:
+        if self.write_gate is not None:
+            self.write_gate.check("Reboot", nodeclaim.name)
+        await self._call("Reboot", lambda: self.inner.reboot(nodeclaim))
+
     async def get(self, provider_id: str) -> Instance:
         result: Instance = await self._call("Get", lambda: self.inner.get(provider_id))
         return result

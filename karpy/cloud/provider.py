@@ -28,6 +28,8 @@ NodePool is unchanged, so callers may cache what they compile from it by identit
 
 from __future__ import annotations
 
+import enum
+import re
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
     from karpy.kube.events import EventRecorder
     from karpy.scheduling.instancetypes import InstanceType
 
-__all__ = ["CloudProvider", "Instance", "RepairPolicy"]
+__all__ = ["CloudProvider", "Instance", "RepairAction", "RepairPolicy"]
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -72,14 +74,39 @@ class Instance:
     terminating: bool = False
 
 
+class RepairAction(enum.StrEnum):
+    """What node repair does to a node a policy calls unhealthy (Karpenter 1.15)."""
+
+    REPLACE = "ReplaceNode"
+    REBOOT = "RebootNode"
+
+
 @attrs.frozen(slots=True)
 class RepairPolicy:
     """A node condition that, held for ``toleration``, makes the node unhealthy
-    (node repair replaces it)."""
+    (node repair replaces it).
+
+    The rest is Karpenter 1.15's (RFC core#3192 and the reason-aware policies):
+    ``reason_regex`` narrows the policy to conditions whose ``reason`` it matches
+    (searched anywhere in the reason, as Go's ``regexp.MatchString`` does; None matches
+    any reason); ``action`` is what repair does; ``termination_grace_period`` bounds the
+    drain (0: forceful, no drain; None: the NodeClaim's own; else the shorter of the two);
+    ``priority`` orders eligible nodes (higher first; only the order of the values
+    matters)."""
 
     condition_type: str
     condition_status: str
     toleration: timedelta
+    reason_regex: str | None = None
+    action: RepairAction = RepairAction.REPLACE
+    termination_grace_period: timedelta | None = None
+    priority: int = 0
+
+    def matches(self, status: str, reason: str) -> bool:
+        """Does a condition of this type with ``status`` and ``reason`` fall under it?"""
+        if status != self.condition_status:
+            return False
+        return self.reason_regex is None or re.search(self.reason_regex, reason) is not None
 
 
 class CloudProvider(Protocol):
@@ -125,6 +152,13 @@ class CloudProvider(Protocol):
     async def delete(self, nodeclaim: NodeClaim) -> None:
         """Begin terminating the instance of ``nodeclaim`` (by its provider ID). Raises
         `NodeClaimNotFound` when there is no instance (any longer): termination is done."""
+        ...
+
+    async def reboot(self, nodeclaim: NodeClaim) -> None:
+        """Reboot the instance of ``nodeclaim`` in place (node repair's ``RebootNode``,
+        Karpenter 1.15's ``CloudProvider.Reboot``): it comes back as the same Node with a
+        new ``status.nodeInfo.bootID``. Raises `NodeClaimNotFound` when there is no
+        instance (any longer)."""
         ...
 
     async def get(self, provider_id: str) -> Instance:

@@ -55,7 +55,7 @@ from karpy.lifecycle.conditions import INITIALIZED, is_true
 from karpy.lifecycle.termination.pods import do_not_disrupt, tolerates_disrupted_taint
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
     from datetime import datetime
 
     from karpy.apis.nodeclaim import NodeClaim
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PER_NODE_DISRUPTION_COST",
+    "REPAIR_IGNORES",
     "Blocked",
     "BlockedBy",
     "Candidate",
@@ -143,6 +144,20 @@ class Blocked:
     # For eventual methods (drift), a node blocked only by its pods is still a candidate
     # when its NodeClaim has a terminationGracePeriod: this one.
     eventual: Candidate | None = None
+    # For node repair, an unhealthy node blocked by nothing repair heeds (`REPAIR_IGNORES`)
+    # is still a candidate: this one.
+    repairable: Candidate | None = None
+
+
+# What keeps a node from voluntary disruption but not from node repair (Karpenter 1.15,
+# RFC core#3192): do-not-disrupt protects against discretionary disruption, not against
+# fixing a broken node (repair's veto is karpenter.sh/do-not-repair); PodDisruptionBudgets
+# are honoured by the drain, bounded by the repair's grace period; pods nominated to a
+# broken node are better off elsewhere.
+REPAIR_IGNORES: Final = frozenset({
+    BlockedBy.NOMINATED, BlockedBy.DO_NOT_DISRUPT_NODE, BlockedBy.DO_NOT_DISRUPT_POD,
+    BlockedBy.PDB, BlockedBy.MULTIPLE_PDBS,
+})  # fmt: skip
 
 
 def is_disrupting(node: NodeInfo) -> bool:
@@ -160,22 +175,26 @@ def find_candidates(
     nominated: Collection[str],
     types_by_name: Mapping[str, InstanceType],
     deletion_cost_managed: bool = False,
+    unhealthy: Callable[[NodeInfo], bool] | None = None,
 ) -> tuple[list[Candidate], list[Blocked]]:
     """The candidates among managed nodes, and the nodes blocked with their reasons.
     ``nominated`` holds NodeClaim and Node names that pending pods were nominated to.
     A node blocked only by its pods whose NodeClaim has a terminationGracePeriod carries
-    the candidate eventual methods (drift) may still use (`Blocked.eventual`).
+    the candidate eventual methods (drift) may still use (`Blocked.eventual`); with node
+    repair on, a node ``unhealthy`` says is, blocked only by what repair ignores, the
+    candidate repair may use (`Blocked.repairable`).
     ``deletion_cost_managed`` is the PodDeletionCostManagement gate (`eviction_cost`)."""
     with gc_paused():
-        return _find(snapshot, now, nominated, types_by_name, deletion_cost_managed)
+        return _find(snapshot, now, nominated, types_by_name, deletion_cost_managed, unhealthy)
 
 
-def _find(
+def _find(  # noqa: PLR0917 - find_candidates' arguments, passed on
     snapshot: StateSnapshot,
     now: datetime,
     nominated: Collection[str],
     types_by_name: Mapping[str, InstanceType],
     managed: bool,
+    unhealthy: Callable[[NodeInfo], bool] | None = None,
 ) -> tuple[list[Candidate], list[Blocked]]:
     budgets = list(snapshot.budgets.values())
     candidates: list[Candidate] = []
@@ -191,6 +210,17 @@ def _find(
                     claim, node, pool, pods, reschedulable, now, types_by_name, managed
                 )
                 verdict = attrs.evolve(verdict, eventual=eventual)
+            if (
+                unhealthy is not None
+                and node is not None
+                and verdict.by in REPAIR_IGNORES
+                and _pool_name(claim, node) in snapshot.nodepools
+                and unhealthy(node)
+            ):
+                repairable = verdict.eventual or _candidate(
+                    claim, node, *_admitted(snapshot, claim, node), now, types_by_name, managed
+                )
+                verdict = attrs.evolve(verdict, repairable=repairable)
             blocked.append(verdict)
             continue
         assert node is not None

@@ -6,8 +6,9 @@ POLL seconds, a NodeClaim turning Consolidatable or Drifted queues one at once, 
 pass asks for the next with ``requeue_after``).
 
 A pass takes a fresh snapshot, finds the candidates (`karpy.disruption.candidates`),
-and tries the methods in order (`karpy.disruption.methods`): emptiness, drift,
-multi-node consolidation, single-node consolidation. Each gets the candidates it takes
+and tries the methods in order (`karpy.disruption.methods`): node repair (gate
+``NodeRepair``, unless ``LEGACY_NODE_REPAIR``), emptiness, drift, multi-node
+consolidation, single-node consolidation. Each gets the candidates it takes
 and its budgets (consolidation also the totals its ``Balanced`` pools score moves
 against, `karpy.disruption.balanced`), and the first that yields a command wins the
 pass. Empty-node and consolidation commands are then *validated*: a later pass,
@@ -24,7 +25,8 @@ out from there, so the decision survives a restart.
 
 Emptiness and consolidation (multi- and single-node) wait while capacity is arriving:
 NodeClaims not yet initialized, pods nominated and not bound (`karpy.disruption.settling`;
-five minutes at most in one stretch). Drift does not wait.
+five minutes at most in one stretch). Drift and repair do not wait, and neither is
+validated: like drift, a repair command starts at once.
 
 Nothing is cached across passes except two shortcuts: a pass on the very inputs of one
 that found nothing less than a minute ago is skipped, and consolidation remembers when
@@ -59,6 +61,7 @@ from karpy.disruption.orchestration import is_marked
 from karpy.disruption.settling import Settling
 from karpy.disruption.simulation import WhatIf
 from karpy.disruption.start import CommandStart
+from karpy.disruption.unhealthy import diagnose
 from karpy.lifecycle.conditions import (
     INITIALIZED,
     is_true,
@@ -73,6 +76,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from karpy.base.clock import Clock
+    from karpy.cloud.provider import RepairPolicy
     from karpy.disruption.candidates import Blocked, Candidate
     from karpy.disruption.methods.method import Method
     from karpy.kube.client import KubeClient
@@ -117,9 +121,12 @@ class Disruption:
         validation_delay: float = VALIDATION_DELAY,
         methods: Sequence[Method] | None = None,
         buffers: BufferPods | None = None,
+        repair_policies: Sequence[RepairPolicy] | None = None,
     ) -> None:
         """``buffers``: the CapacityBuffer placeholders (with the gate on), which every
-        what-if schedules and whose room is no empty node."""
+        what-if schedules and whose room is no empty node. ``repair_policies``: the cloud
+        provider's, when node repair is a method (gate ``NodeRepair`` on,
+        ``LEGACY_NODE_REPAIR`` off); None otherwise."""
         self.state = state
         self.buffers = buffers
         self.client = client
@@ -137,7 +144,10 @@ class Disruption:
         self.methods = tuple(methods) if methods is not None else methods_in_order(
             clock=clock, spot_to_spot=gates.spot_to_spot_consolidation,
             terminate_first_drift=gates.terminate_first_drift,
+            repair_policies=repair_policies,
+            terminate_first_repair=gates.terminate_first_repair,
         )  # fmt: skip
+        self.repair_policies = tuple(repair_policies or ())
         self.settling = Settling(clock)
         self._quiet_at: float | None = None  # when the last pass found nothing to do
         # the inputs of the last full pass that found nothing to do, and when
@@ -223,9 +233,12 @@ class Disruption:
     ) -> Command | None:
         now = self.clock.now()
         targets = set(nominated.values())
+        policies = self.repair_policies
+        unhealthy = (lambda node: diagnose(node, policies, now).unhealthy) if policies else None
         candidates, blocked = find_candidates(
             snapshot, now=now, nominated=targets, types_by_name=compiled.types_by_name,
-            deletion_cost_managed=self.deletion_cost_managed)  # fmt: skip
+            deletion_cost_managed=self.deletion_cost_managed,
+            unhealthy=unhealthy)  # fmt: skip
         candidates = self._buffer_room(candidates)
         self._report_blocked(blocked)
 
@@ -255,13 +268,17 @@ class Disruption:
         # Eventual methods also take nodes blocked only by their pods when a
         # terminationGracePeriod bounds the drain.
         eventual = candidates + [b.eventual for b in blocked if b.eventual is not None]
+        # Node repair also takes unhealthy nodes blocked only by what it ignores.
+        repairable = candidates + [b.repairable for b in blocked if b.repairable is not None]
+        pools = {DisruptionClass.GRACEFUL: candidates, DisruptionClass.EVENTUAL: eventual,
+                 DisruptionClass.REPAIR: repairable}  # fmt: skip
         budgets: dict[DisruptionReason, dict[str, int]] = {}  # per reason, once a pass
         for method in self.methods:
             graceful = method.disruption_class is DisruptionClass.GRACEFUL
             if graceful and arriving:
                 eligible: list[Candidate] = []
             else:
-                eligible = [c for c in (candidates if graceful else eventual)
+                eligible = [c for c in pools[method.disruption_class]
                             if method.should_disrupt(c)]  # fmt: skip
             if self.metrics is not None:
                 self.metrics.disruption_eligible_nodes.labels(str(method.reason)).set(len(eligible))
@@ -466,7 +483,10 @@ def budget_verdicts(
 ) -> dict[str, BudgetVerdict]:
     """Per NodePool, its budgets' verdict for ``reason``: counted nodes are managed,
     initialized and not yet terminating their instance; those deleting, marked for
-    disruption or not Ready are disrupting."""
+    disruption or not Ready are disrupting. For ``Unhealthy`` a node merely not Ready is
+    not: being unhealthy is what makes it repair's candidate, and counting it would have
+    a lone broken node use up the very budget that lets it be repaired (karpy's reading;
+    Karpenter 1.15's code was not available)."""
     totals: dict[str, int] = {}
     disrupting: dict[str, int] = {}
     for claim in snapshot.nodeclaims.values():
@@ -479,7 +499,8 @@ def budget_verdicts(
         if not pool:
             continue
         totals[pool] = totals.get(pool, 0) + 1
-        busy = (not node.ready or is_disrupting(node) or is_marked(claim)
+        not_ready = not node.ready and reason is not DisruptionReason.UNHEALTHY
+        busy = (not_ready or is_disrupting(node) or is_marked(claim)
                 or claim.metadata.deletion_timestamp is not None)  # fmt: skip
         if busy:
             disrupting[pool] = disrupting.get(pool, 0) + 1

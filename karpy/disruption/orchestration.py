@@ -2,7 +2,7 @@
 says (Karpenter's orchestration queue, without the queue in memory).
 
 A decision (`karpy.disruption.controller`) marks each NodeClaim it disrupts with the
-``DisruptionReason`` condition (reason Empty, Underutilized, Drifted) and the
+``DisruptionReason`` condition (reason Empty, Underutilized, Drifted, Unhealthy) and the
 ``disruption.karpy.dev/replacements`` annotation (the names of the NodeClaims it creates
 to replace them, possibly none), then creates those replacements. From there this
 reconciler takes each marked NodeClaim through:
@@ -13,6 +13,12 @@ reconciler takes each marked NodeClaim through:
 2. **wait for every replacement to be initialized** (Event ``DisruptionWaitingReadiness``);
 3. **delete the NodeClaim** (Event ``DisruptionTerminating``): termination drains it
    through the Eviction API, respecting PodDisruptionBudgets, and removes the instance.
+   A node repair decision first sets the drain deadline
+   (``karpenter.sh/nodeclaim-termination-timestamp``) from its policy's grace period
+   (`repair_grace_of`): now, for a forceful repair, which skips the drain.
+
+A NodeClaim a repair decision chose to reboot takes another path
+(`karpy.disruption.reboot`): drained, rebooted once, unmarked when its node boots again.
 
 If a replacement is deleted (its launch failed, say) or never appears, or the
 replacements are not all initialized within ten minutes, the decision is rolled back:
@@ -28,13 +34,19 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
+from karpy.apis.core import format_time
 from karpy.apis.labels import (
+    ANNOTATION_REPAIR_GRACE,
     ANNOTATION_REPLACEMENTS,
+    ANNOTATION_TERMINATION_TIMESTAMP,
     LABEL_CAPACITY_TYPE,
     LABEL_NODEPOOL,
     TAINT_DISRUPTED,
 )
 from karpy.disruption.events import node_and_claim_events
+from karpy.disruption.reboot import REBOOT_MARKS, RebootStep, is_reboot
+from karpy.disruption.unhealthy import repair_grace
+from karpy.durations import parse_duration, to_timedelta
 from karpy.kube.errors import Conflict, NotFound
 from karpy.kube.resources import NODECLAIMS, NODES
 from karpy.lifecycle.conditions import DISRUPTION_REASON, INITIALIZED, is_true, patch_status
@@ -51,8 +63,10 @@ if TYPE_CHECKING:
 
     from karpy.apis.nodeclaim import NodeClaim
     from karpy.base.clock import Clock
+    from karpy.cloud.provider import CloudProvider
     from karpy.kube.client import KubeClient
     from karpy.kube.events import EventRecorder
+    from karpy.lifecycle.termination.eviction import Evictor
     from karpy.observability.karpenter_metrics import KarpenterMetrics
     from karpy.state.cluster import ClusterState, StateChange
     from karpy.state.records import NodeInfo
@@ -96,13 +110,21 @@ class DisruptionQueue:
         *,
         clock: Clock,
         metrics: KarpenterMetrics | None = None,
+        provider: CloudProvider | None = None,
+        evictor: Evictor | None = None,
     ) -> None:
+        """``provider`` and ``evictor``: for node repair's reboots (`karpy.disruption.reboot`);
+        without them a reboot decision is rolled back."""
         self.state = state
         self.client = client
         self.recorder = recorder
         self.clock = clock
         self.metrics = metrics
         self._deleted: dict[str, float] = {}  # NodeClaim -> when this process deleted it
+        self._reboot = None
+        if provider is not None and evictor is not None:
+            self._reboot = RebootStep(client, recorder, provider, evictor, clock=clock,
+                                      taint=self._taint, untaint=self._untaint)  # fmt: skip
 
     # --- which NodeClaims ---------------------------------------------------------------
 
@@ -139,6 +161,10 @@ class DisruptionQueue:
         assert condition is not None
         reason = condition.reason
         since = condition.last_transition_time or self.clock.now()
+        if is_reboot(claim):
+            if self._reboot is None:
+                return await self._roll_back(claim, node, reason, "reboots are not available")
+            return await self._reboot.step(claim, node, since, snapshot)
         age = self.clock.now() - since
         replacements = replacements_of(claim)
         claims = snapshot.nodeclaims
@@ -172,7 +198,12 @@ class DisruptionQueue:
         if claim.name in self._deleted:  # deleted moments ago; the informer is behind
             return DONE
         self._deleted[claim.name] = now
+        grace = repair_grace_of(claim)
         try:
+            if grace is not None:
+                deadline = format_time((self.clock.now() + grace).replace(microsecond=0))
+                stamp = {"annotations": {ANNOTATION_TERMINATION_TIMESTAMP: deadline}}
+                await self.client.patch(NODECLAIMS, claim.name, {"metadata": stamp})
             await self.client.delete(NODECLAIMS, claim.name)
         except NotFound:
             return DONE
@@ -191,7 +222,7 @@ class DisruptionQueue:
                 labels.get(LABEL_CAPACITY_TYPE, ""),
                 pods=snapshot.reschedulable_count(node.name if node else claim.status.node_name),
                 consolidation_policy=_policy_label(snapshot, pool, reason),
-                termination_mode="graceful",
+                termination_mode="forceful" if grace is not None and not grace else "graceful",
             )
         return DONE
 
@@ -201,7 +232,8 @@ class DisruptionQueue:
         conditions = tuple(c for c in claim.status.conditions if c.type != DISRUPTION_REASON)
         try:
             await patch_status(self.client, claim, conditions=conditions)
-            unannotate = {"metadata": {"annotations": {ANNOTATION_REPLACEMENTS: None}}}
+            marks = (ANNOTATION_REPAIR_GRACE, *REBOOT_MARKS)
+            unannotate = {"metadata": {"annotations": dict.fromkeys(marks)}}
             await self.client.patch(NODECLAIMS, claim.name, unannotate)
         except NotFound:
             return DONE
@@ -251,6 +283,23 @@ class DisruptionQueue:
             log.info("tainted node" if add else "untainted node", **obj_ref("Node", node.name),
                      taint={"key": TAINT_DISRUPTED, "effect": "NoSchedule"})  # fmt: skip
             return
+
+
+def repair_grace_of(claim: NodeClaim) -> timedelta | None:
+    """The drain bound node repair decided for ``claim``: its policy's grace period
+    (`ANNOTATION_REPAIR_GRACE`) composed with the NodeClaim's own as a minimum
+    (`karpy.disruption.unhealthy.repair_grace`); None when repair set none (the
+    NodeClaim's own then applies as for any deletion) or the text is no duration."""
+    text = claim.metadata.annotations.get(ANNOTATION_REPAIR_GRACE)
+    if text is None:
+        return None
+    try:
+        policy = to_timedelta(parse_duration(text))
+    except ValueError:
+        log.warning("ignoring unreadable repair grace period", **obj_ref("NodeClaim", claim.name),
+                    value=text)  # fmt: skip
+        return None
+    return repair_grace(policy, claim.spec.termination_grace_period)
 
 
 def _is_disrupted(taint: dict[str, Any]) -> bool:

@@ -1,5 +1,9 @@
 """`NodeRepair`: replace nodes the cloud provider calls unhealthy (Karpenter's
-``node.health``, behind the ``NodeRepair`` feature gate).
+``node.health``, behind the ``NodeRepair`` feature gate), as Karpenter did before 1.15.
+Since 1.15 this controller runs only with ``LEGACY_NODE_REPAIR=true``; otherwise repair is
+a budgeted disruption method (`karpy.disruption.methods.repair`). A policy's reason regex
+is honoured here too (a policy without one matches any reason, as before); its action,
+grace period and priority are not: this controller only ever replaces, forcefully.
 
 Each of the provider's repair policies names a node condition and status (``Ready``
 ``False`` or ``Unknown``, say) and how long it may hold. A node whose condition has held
@@ -68,7 +72,7 @@ def unhealthy_condition(
     soonest: float | None = None
     for policy in policies:
         condition = node.condition(policy.condition_type)
-        if condition is None or condition.status != policy.condition_status:
+        if condition is None or not policy.matches(condition.status, condition.reason):
             continue
         since = condition.last_transition_time or now
         left = (since + policy.toleration - now).total_seconds()
@@ -189,6 +193,7 @@ def _pool_of(node: NodeInfo) -> str:
     return node.node.labels.get(LABEL_NODEPOOL, "")
 
 
-def _status(node: NodeInfo, condition_type: str) -> str | None:
+def _status(node: NodeInfo, condition_type: str) -> tuple[str, str] | None:
+    """The condition's status and reason (reason-aware policies match the latter)."""
     condition = node.condition(condition_type)
-    return None if condition is None else condition.status
+    return None if condition is None else (condition.status, condition.reason)

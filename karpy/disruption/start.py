@@ -1,7 +1,8 @@
 """Starting a disruption command: what happens once a pass has decided.
 
 The candidates are marked first: each NodeClaim gets its replacements' names
-(``karpy.sh/replacements``) and then the ``DisruptionReason`` condition, with the
+(``disruption.karpy.dev/replacements``, with any annotation the command carries, such as
+node repair's drain bound) and then the ``DisruptionReason`` condition, with the
 resourceVersion the first write returned, so a NodeClaim is never marked without them and
 a NodeClaim changed since the decision is left alone. Only when at least one is marked are
 the replacements created (ahead of other writes: they gate the drain), the decision
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from karpy.apis.conditions import ConditionUpdate
+from karpy.apis.disruption import DisruptionReason
 from karpy.apis.labels import ANNOTATION_REPLACEMENTS
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.disruption.events import node_and_claim_events
@@ -68,7 +70,10 @@ class CommandStart:
         names = from_plans + from_templates
         now = self.clock.now()
         reason = str(command.reason)
-        log.info("disrupting via " + (str(command.consolidation_type) or "drift"),
+        via = str(command.consolidation_type) or (
+            "repair" if command.reason is DisruptionReason.UNHEALTHY else "drift"
+        )
+        log.info("disrupting via " + via,
                  decision=str(command.decision), reason=reason,
                  command=command.describe(), replacements=names)  # fmt: skip
         marked = []
@@ -83,7 +88,10 @@ class CommandStart:
             annotate = {
                 "metadata": {
                     "resourceVersion": claim.metadata.resource_version,
-                    "annotations": {ANNOTATION_REPLACEMENTS: ",".join(names)},
+                    "annotations": {
+                        ANNOTATION_REPLACEMENTS: ",".join(names),
+                        **dict(command.annotations),
+                    },
                 }
             }
             try:
@@ -108,6 +116,8 @@ class CommandStart:
             ).inc()
         if names:
             event_reason, message = "DisruptionLaunching", f"Launching NodeClaim: {reason}"
+        elif command.reboot:
+            event_reason, message = "DisruptionRebooting", f"Draining Node to reboot: {reason}"
         else:
             event_reason, message = "DisruptionTerminating", f"Disrupting Node: {reason}"
             if command.terminate_first:

@@ -208,8 +208,8 @@ class KarpenterMetrics:
         # --- disruption -----------------------------------------------------------------
         self.disruption_decisions = Counter(
             "karpenter_voluntary_disruption_decisions_total",
-            "Disruption decisions started, by decision (delete, replace), reason and "
-            "consolidation type.",
+            "Disruption decisions started, by decision (delete, replace, reboot), reason "
+            "and consolidation type.",
             ["decision", "reason", "consolidation_type"],
             registry=r,
         )

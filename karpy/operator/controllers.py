@@ -51,6 +51,7 @@ from karpy.lifecycle.garbagecollection import GarbageCollection
 from karpy.lifecycle.leasegc import LeaseGarbageCollection
 from karpy.lifecycle.nodeclaim import NodeClaimLifecycle
 from karpy.lifecycle.termination import termination_controllers
+from karpy.lifecycle.termination.eviction import Evictor
 from karpy.nodepools.counter import NodePoolCounter
 from karpy.nodepools.hash import NodePoolHash
 from karpy.nodepools.readiness import NodePoolReadiness
@@ -111,6 +112,11 @@ def build_controllers(
     contexts = context_cache(settings, provider, unavailable)
     # CapacityBuffer placeholders, made by their controller, scheduled by both (gated).
     buffers = BufferPods() if settings.feature_gates.capacity_buffer else None
+    # Node repair (gate NodeRepair): a disruption method (Karpenter 1.15), or with
+    # LEGACY_NODE_REPAIR the older forceful node.health controller (`NodeRepair`).
+    repair_policies = None
+    if settings.feature_gates.node_repair and not settings.legacy_node_repair:
+        repair_policies = provider.repair_policies()
     provisioner = Provisioner(state, client, provider, recorder, settings,
                               unavailable=unavailable, metrics=karpenter, clock=clock,
                               contexts=contexts, buffers=buffers)  # fmt: skip
@@ -150,9 +156,13 @@ def build_controllers(
         controller(Singleton(Disruption(state, client, recorder, settings,
                                         contexts=contexts,
                                         nominations=provisioner.live_nominations, clock=clock,
-                                        metrics=karpenter, buffers=buffers)),
+                                        metrics=karpenter, buffers=buffers,
+                                        repair_policies=repair_policies)),
                    resync=DISRUPTION_POLL),
-        controller(DisruptionQueue(state, client, recorder, clock=clock, metrics=karpenter),
+        controller(DisruptionQueue(state, client, recorder, clock=clock, metrics=karpenter,
+                                   provider=provider,
+                                   evictor=Evictor(client, recorder, metrics=karpenter,
+                                                   clock=clock)),
                    workers=4, resync=30.0),
     ]  # fmt: skip
     if settings.feature_gates.static_capacity:
@@ -160,7 +170,7 @@ def build_controllers(
         components.append(controller(
             StaticCapacity(state, client, well_known_labels=well_known, clock=clock,
                            metrics=karpenter), workers=4, resync=60.0))  # fmt: skip
-    if settings.feature_gates.node_repair:
+    if settings.feature_gates.node_repair and settings.legacy_node_repair:
         components.append(controller(
             NodeRepair(state, client, recorder, provider.repair_policies(), clock=clock,
                        metrics=karpenter), workers=4, resync=60.0))  # fmt: skip

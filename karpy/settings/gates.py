@@ -33,6 +33,10 @@ class FeatureGates:
     # On by default, as Karpenter's RFC (core#3203) ships it; only pools with no room to
     # grow are affected (`karpy.disruption.methods.staticdrift`).
     terminate_first_drift: bool = True
+    # The same for node repair's unhealthy nodes (`karpy.disruption.methods.repair`); on by
+    # default like its drift twin (the reference lists both, without defaults: karpy's
+    # reading of the RFC).
+    terminate_first_repair: bool = True
     pod_deletion_cost_management: bool = False
     unknown: tuple[str, ...] = ()  # names given that karpy does not know, ignored
 
@@ -44,6 +48,7 @@ class FeatureGates:
         "StaticCapacity": "static_capacity",
         "CapacityBuffer": "capacity_buffer",
         "TerminateFirstDrift": "terminate_first_drift",
+        "TerminateFirstRepair": "terminate_first_repair",
         "PodDeletionCostManagement": "pod_deletion_cost_management",
     }
 
@@ -56,9 +61,14 @@ class AWSFeatureGates:
     """The AWS provider's gates (`AWS_FEATURE_GATES`)."""
 
     node_class_cel: bool = False
+    # Node repair may reboot a node instead of replacing it (`karpy.cloud.aws.repair`).
+    reboot_for_repair: bool = False
     unknown: tuple[str, ...] = ()  # names given that karpy does not know, ignored
 
-    NAMES: ClassVar[dict[str, str]] = {"NodeClassCEL": "node_class_cel"}
+    NAMES: ClassVar[dict[str, str]] = {
+        "NodeClassCEL": "node_class_cel",
+        "RebootForRepair": "reboot_for_repair",
+    }
 
     def as_dict(self) -> dict[str, bool]:
         return {name: getattr(self, field) for name, field in self.NAMES.items()}

@@ -94,11 +94,15 @@ OPTIONS: tuple[Option, ...] = (
            "warned about).", "provisioning", _BOOL),
     Option("feature_gates", "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation="
            "false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,"
-           "TerminateFirstDrift=true,PodDeletionCostManagement=false",
+           "TerminateFirstDrift=true,TerminateFirstRepair=true,"
+           "PodDeletionCostManagement=false",
            _gates(FeatureGates), "Core gates, Name=true|false,...; unknown names are "
            "ignored with a warning.", "provisioning", "GATES"),
-    Option("aws_feature_gates", "NodeClassCEL=false", _gates(AWSFeatureGates), "AWS gates, "
-           "Name=true|false,...", "provisioning", "GATES"),
+    Option("legacy_node_repair", "false", _bool, "With gate NodeRepair, keep the pre-1.15 "
+           "node.health controller (forceful replacement, 20% breaker) instead of repair as "
+           "a budgeted disruption method.", "provisioning", _BOOL),
+    Option("aws_feature_gates", "NodeClassCEL=false,RebootForRepair=false",
+           _gates(AWSFeatureGates), "AWS gates, Name=true|false,...", "provisioning", "GATES"),
     Option("cloud_provider", "aws", _choice("aws", "fake"), "karpy: aws launches EC2 "
            "instances; fake makes each instance a Node object (KWOK-style, for sandboxes "
            "and tests).", "cloud", "NAME"),

@@ -27,7 +27,7 @@ import attrs
 
 from karpy.apis.capacitybuffer import CapacityBuffer
 from karpy.apis.core import Taint, parse_time
-from karpy.apis.labels import ANNOTATION_DO_NOT_DISRUPT
+from karpy.apis.labels import ANNOTATION_DO_NOT_DISRUPT, ANNOTATION_DO_NOT_REPAIR
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.apis.nodeoverlay import NodeOverlay
 from karpy.apis.nodepool import NodePool
@@ -214,6 +214,7 @@ class NodeCondition:
     type: str
     status: str
     last_transition_time: datetime | None = None
+    reason: str = ""  # what reason-aware repair policies match (`RepairPolicy.reason_regex`)
 
 
 @attrs.frozen(slots=True)
@@ -234,6 +235,8 @@ class NodeInfo:
     spec_taints: tuple[Taint, ...] = ()
     conditions: tuple[NodeCondition, ...] = ()
     do_not_disrupt: str | None = None  # the karpenter.sh/do-not-disrupt annotation
+    do_not_repair: str | None = None  # the karpenter.sh/do-not-repair annotation
+    boot_id: str = ""  # status.nodeInfo.bootID: a new one after each reboot
 
     def condition(self, type_: str) -> NodeCondition | None:
         return next((c for c in self.conditions if c.type == type_), None)
@@ -258,7 +261,8 @@ def node_info(data: Mapping[str, Any]) -> NodeInfo:
     status = data.get("status") or {}
     conditions = tuple(
         NodeCondition(_intern(str(c.get("type", ""))), _intern(str(c.get("status", ""))),
-                      parse_time(c.get("lastTransitionTime")))
+                      parse_time(c.get("lastTransitionTime")),
+                      _intern(str(c.get("reason") or "")))
         for c in status.get("conditions") or ()
     )  # fmt: skip
     raw_taints = (data.get("spec") or {}).get("taints") or ()
@@ -274,6 +278,8 @@ def node_info(data: Mapping[str, Any]) -> NodeInfo:
         spec_taints=node.taints[: len(raw_taints)],
         conditions=conditions,
         do_not_disrupt=_annotation(meta, ANNOTATION_DO_NOT_DISRUPT),
+        do_not_repair=_annotation(meta, ANNOTATION_DO_NOT_REPAIR),
+        boot_id=str((status.get("nodeInfo") or {}).get("bootID") or ""),
     )
 
 

@@ -380,6 +380,9 @@ def _without_v1_15_fields(kind: str, crd: dict[str, Any]) -> dict[str, Any]:
         disruption = properties["disruption"]
         assert disruption["properties"]["consolidateAfter"].pop("default") == "0s"
         disruption["required"] = ["consolidateAfter"]
+        # core#3311 (RFC core#3192): budgets may name node repair's reason
+        reasons = disruption["properties"]["budgets"]["items"]["properties"]["reasons"]
+        assert reasons["items"]["enum"].pop() == "Unhealthy"
     return crd
 
 

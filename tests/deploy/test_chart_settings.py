@@ -36,14 +36,14 @@ def test_feature_gates_are_always_rendered_in_karpenters_order(default_objects):
     assert env["FEATURE_GATES"] == (
         "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,"
         "NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,"
-        "TerminateFirstDrift=true,PodDeletionCostManagement=false"
+        "TerminateFirstDrift=true,TerminateFirstRepair=true,PodDeletionCostManagement=false"
     )
-    assert env["AWS_FEATURE_GATES"] == "NodeClassCEL=false"
+    assert env["AWS_FEATURE_GATES"] == "NodeClassCEL=false,RebootForRepair=false"
 
 
 def test_a_gate_karpy_does_not_know_is_passed_on_for_karpy_to_ignore():
-    objects = render_chart({"settings": {"featureGates": {"terminateFirstRepair": True}}})
-    assert env_of(objects)["FEATURE_GATES"].endswith(",TerminateFirstRepair=true")
+    objects = render_chart({"settings": {"featureGates": {"someLaterGate": True}}})
+    assert env_of(objects)["FEATURE_GATES"].endswith(",SomeLaterGate=true")
 
 
 def test_false_booleans_are_omitted_but_ignore_dra_requests_false_is_rendered(default_objects):

@@ -93,9 +93,13 @@ def load_template() -> dict[str, Any]:
     return dict(cfn_yaml.loads(TEMPLATE.read_text(), str(TEMPLATE)))
 
 
-def controller_policy() -> dict[str, Any]:
+# Actions granted only by a policy the stack makes on a parameter's say, and that parameter.
+CONDITIONAL = {"ec2:RebootInstances": ("KarpyRebootPolicy", "RebootForRepair")}
+
+
+def controller_policy(resource_name: str = "KarpyControllerPolicy") -> dict[str, Any]:
     """The policy document with ${...} substituted as CloudFormation would."""
-    resource = load_template()["Resources"]["KarpyControllerPolicy"]
+    resource = load_template()["Resources"][resource_name]
     text = resource["Properties"]["PolicyDocument"]["Fn::Sub"]
     values = {"ClusterName": CLUSTER, "AWS::Partition": "aws", "AWS::Region": "us-west-2",
               "AWS::AccountId": "111122223333",
@@ -105,9 +109,17 @@ def controller_policy() -> dict[str, Any]:
     return dict(json.loads(document))
 
 
+def every_statement() -> list[dict[str, Any]]:
+    """The controller policy's statements and those of the policies made on a parameter."""
+    statements = list(controller_policy()["Statement"])
+    for resource_name, _ in CONDITIONAL.values():
+        statements += controller_policy(resource_name)["Statement"]
+    return statements
+
+
 def statements_allowing(action: str) -> list[dict[str, Any]]:
     found = []
-    for statement in controller_policy()["Statement"]:
+    for statement in every_statement():
         actions = statement["Action"]
         if action in ([actions] if isinstance(actions, str) else actions):
             found.append(statement)
@@ -123,7 +135,7 @@ def test_template_is_clean_under_cfn_lint():
 def test_controller_policy_allows_exactly_the_operations_karpy_calls():
     allowed = {
         action
-        for statement in controller_policy()["Statement"]
+        for statement in every_statement()
         if statement["Effect"] == "Allow"
         for action in ([statement["Action"]] if isinstance(statement["Action"], str)
                        else statement["Action"])
@@ -147,7 +159,7 @@ def test_code_scan_finds_the_calls_karpy_is_known_to_make():
 
 
 def test_no_action_or_service_wildcards():
-    for statement in controller_policy()["Statement"]:
+    for statement in every_statement():
         actions = statement["Action"]
         for action in [actions] if isinstance(actions, str) else actions:
             assert "*" not in action, statement["Sid"]
@@ -157,7 +169,9 @@ def test_no_action_or_service_wildcards():
 CLUSTER_OWNED = f"kubernetes.io/cluster/{CLUSTER}"
 
 
-@pytest.mark.parametrize("action", ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"])
+@pytest.mark.parametrize(
+    "action", ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate", "ec2:RebootInstances"]
+)
 def test_deletions_need_the_cluster_ownership_tags_on_the_resource(action):
     (statement,) = statements_allowing(action)
     equals = statement["Condition"]["StringEquals"]
@@ -266,5 +280,22 @@ def test_an_eventbridge_rule_feeds_the_queue_every_message_kind_karpy_reads():
 def test_outputs_give_what_the_chart_and_node_classes_need():
     assert set(load_template()["Outputs"]) == {
         "NodeRoleArn", "NodeRoleName", "NodeInstanceProfileName", "ControllerPolicyArn",
-        "InterruptionQueueName",
+        "InterruptionQueueName", "RebootPolicyArn",
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("action", CONDITIONAL)
+def test_gated_actions_are_granted_only_when_their_parameter_says_so(action):
+    """ec2:RebootInstances (gate RebootForRepair) is not in the controller policy; its own
+    policy, and the output naming it, exist only when the stack's parameter is "true"."""
+    resource_name, parameter = CONDITIONAL[action]
+    template = load_template()
+    assert action not in {a for st in controller_policy()["Statement"]
+                          for a in ([st["Action"]] if isinstance(st["Action"], str)
+                                    else st["Action"])}  # fmt: skip
+    condition = template["Resources"][resource_name]["Condition"]
+    assert template["Conditions"][condition] == {"Fn::Equals": [{"Ref": parameter}, "true"]}
+    assert template["Parameters"][parameter]["Default"] == "false"
+    outputs = [o for o in template["Outputs"].values()
+               if o["Value"] == {"Ref": resource_name}]  # fmt: skip
+    assert [o["Condition"] for o in outputs] == [condition]

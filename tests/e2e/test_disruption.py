@@ -264,11 +264,56 @@ def set_ready(api: Api, name: str, status: str, at: str | None = None) -> None:
     )
 
 
-def test_node_repair_replaces_an_unhealthy_node_unless_too_many_are(tmp_path: Path) -> None:
+def test_node_repair_replaces_unhealthy_nodes_one_at_a_time_replacement_first(
+    tmp_path: Path,
+) -> None:
+    """Repair as a disruption method (Karpenter 1.15): two of five nodes unhealthy, an
+    ``Unhealthy`` budget of one: never two repairs at once, each replacement launched while
+    the unhealthy node is still there, and both replaced in the end."""
+    budgets = [{"nodes": "1", "reasons": ["Unhealthy"]}, {"nodes": "100%"}]
+    with running_karpy(
+        tmp_path,
+        nodepool=pool(consolidationPolicy="WhenEmpty", consolidateAfter="Never",
+                      budgets=budgets),
+        FEATURE_GATES="NodeRepair=true",
+        FAKE_REPAIR_TOLERATION="3s",
+    ) as run:  # fmt: skip
+        api = run.api
+        api.create("deployments", deployment("web", 5, cpu="500m", memory="512Mi",
+                                             spec=one_per_node("web")))  # fmt: skip
+        eventually_fine(lambda: all_running(api, 5), within=90)
+        nodes = sorted(n["metadata"]["name"] for n in live_nodes(api))
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        set_ready(api, nodes[0], "False", at=since)
+        set_ready(api, nodes[1], "False", at=since)
+        seen: set[str] = set()
+
+        def repaired() -> str:
+            claims = api.list("nodeclaims")
+            marked = [c for c in claims if any(
+                k["type"] == "DisruptionReason" and k["reason"] == "Unhealthy"
+                for k in (c.get("status") or {}).get("conditions") or ())]  # fmt: skip
+            assert len(marked) <= 1, "the Unhealthy budget allows one repair at a time"
+            for claim in marked:
+                names = {c["metadata"]["name"] for c in claims}
+                wanted = claim["metadata"]["annotations"]["disruption.karpy.dev/replacements"]
+                assert set(filter(None, wanted.split(","))) <= names, "replacement first"
+                seen.add(claim["metadata"]["name"])
+            left = {n["metadata"]["name"] for n in api.list("nodes")} & set(nodes[:2])
+            return f"{sorted(left)} still there" if left else all_running(api, 5)
+
+        eventually_fine(repaired, within=180)
+        assert seen, "a repair was seen in progress"
+
+
+def test_legacy_node_repair_replaces_an_unhealthy_node_unless_too_many_are(
+    tmp_path: Path,
+) -> None:
     with running_karpy(
         tmp_path,
         nodepool=pool(consolidationPolicy="WhenEmpty", consolidateAfter="Never"),
         FEATURE_GATES="NodeRepair=true",
+        LEGACY_NODE_REPAIR="true",
         FAKE_REPAIR_TOLERATION="3s",
     ) as run:
         api = run.api

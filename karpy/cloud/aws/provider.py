@@ -24,8 +24,7 @@ first launch (`karpy.cloud.aws.cluster`).
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from prometheus_client import CollectorRegistry
@@ -57,10 +56,10 @@ from karpy.cloud.aws.launch import InstanceLauncher, parse_provider_id
 from karpy.cloud.aws.launch.templategc import LaunchTemplateGC
 from karpy.cloud.aws.nodeclass import nodeclass_controllers
 from karpy.cloud.aws.nodeclasses import NODE_CLASS, NODE_CLASSES
+from karpy.cloud.aws.repair import repair_policies
 from karpy.cloud.aws.reservationcounts import ReservationCounts
 from karpy.cloud.aws.tagging import NodeClaimTagging, tagging_controller
 from karpy.cloud.errors import NodeClaimNotFound, NodeClassNotReady
-from karpy.cloud.provider import Instance, RepairPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -73,6 +72,7 @@ if TYPE_CHECKING:
     from karpy.base.clock import Clock
     from karpy.base.component import Component
     from karpy.cloud.aws.clients import AWSClients
+    from karpy.cloud.provider import Instance, RepairPolicy
     from karpy.cloud.unavailable import UnavailableOfferings
     from karpy.kube.client import KubeClient
     from karpy.kube.events import EventRecorder
@@ -83,18 +83,6 @@ if TYPE_CHECKING:
     from karpy.state.cluster import ClusterState
 
 __all__ = ["AWSCloudProvider"]
-
-# Karpenter's AWS repair policies: the kubelet's Ready condition, and the conditions the
-# EKS node monitoring agent reports.
-REPAIR_POLICIES: Final = (
-    RepairPolicy("Ready", "False", timedelta(minutes=30)),
-    RepairPolicy("Ready", "Unknown", timedelta(minutes=30)),
-    RepairPolicy("AcceleratedHardwareReady", "False", timedelta(minutes=10)),
-    RepairPolicy("StorageReady", "False", timedelta(minutes=30)),
-    RepairPolicy("NetworkingReady", "False", timedelta(minutes=30)),
-    RepairPolicy("KernelReady", "False", timedelta(minutes=30)),
-    RepairPolicy("ContainerRuntimeReady", "False", timedelta(minutes=30)),
-)
 
 
 class AWSCloudProvider:
@@ -225,6 +213,10 @@ class AWSCloudProvider:
                 self.reservations.terminated(reservation, instance_id)
             raise
 
+    async def reboot(self, nodeclaim: NodeClaim) -> None:
+        instance_id = self._instance_id(nodeclaim.status.provider_id)
+        await (await self.launcher()).reboot(instance_id)
+
     async def get(self, provider_id: str) -> Instance:
         instance = await (await self.launcher()).get(self._instance_id(provider_id))
         if instance.terminating:  # shutting down: gone, for the protocol's callers
@@ -260,7 +252,7 @@ class AWSCloudProvider:
         return drift.drift_reason(nodeclaim, nodeclass, instance_type, facts)
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
-        return REPAIR_POLICIES
+        return repair_policies(reboot=self.settings.aws_feature_gates.reboot_for_repair)
 
     def controllers(self, recorder: EventRecorder) -> Sequence[Component]:
         """The EC2NodeClass controller, the catalog refreshers (with learned allocatable),

@@ -22,6 +22,7 @@ naming the Node itself and KWOK's label), so ``list`` leaves every other Node ou
 
 from __future__ import annotations
 
+import secrets
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
@@ -294,6 +295,24 @@ class FakeCloudProvider:
         except NotFound:
             raise NodeClaimNotFound(f"instance of NodeClaim {nodeclaim.name} not found") from None
         log.debug("fake instance terminating", **obj_ref("Node", name))
+
+    # -- reboot ------------------------------------------------------------------------
+
+    async def reboot(self, nodeclaim: NodeClaim) -> None:
+        """What a kubelet coming back from a reboot shows: a new ``bootID`` on its Node."""
+        self.faults.check("reboot")
+        name = nodes.node_name_of(nodeclaim.status.provider_id) or nodeclaim.name
+        node = self.state.snapshot().nodes.get(name)
+        if node is None or not nodes.is_fake_instance(node):
+            raise NodeClaimNotFound(f"instance of NodeClaim {nodeclaim.name} not found")
+        if nodes.TERMINATED_LABEL in node.node.labels:
+            raise NodeClaimNotFound(f"instance of NodeClaim {nodeclaim.name} is terminating")
+        booted = {"status": {"nodeInfo": {"bootID": secrets.token_hex(16)}}}
+        try:
+            await self.client.patch_status(NODES, name, booted)
+        except NotFound:
+            raise NodeClaimNotFound(f"instance of NodeClaim {nodeclaim.name} not found") from None
+        log.debug("fake instance rebooted", **obj_ref("Node", name))
 
     # -- the rest of the protocol ------------------------------------------------------
 

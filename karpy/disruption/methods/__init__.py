@@ -4,8 +4,11 @@ implements `karpy.disruption.methods.method.Method` and turns candidates into at
 one `karpy.disruption.methods.command.Command` per pass (or none, with the reasons why
 not):
 
+0. node repair (`repair`, gate ``NodeRepair`` unless ``LEGACY_NODE_REPAIR``): unhealthy
+   nodes, replaced (or rebooted) one at a time within the ``Unhealthy`` budget;
 1. emptiness (`emptiness`): empty nodes, deleted together;
-2. drift (`drift`): drifted nodes, replaced one at a time;
+2. drift (`drift`, and `staticdrift` for static pools): drifted nodes, replaced one at a
+   time;
 3. multi-node consolidation (`multinode`): several underused nodes removed at once,
    replaced by at most one cheaper node;
 4. single-node consolidation (`singlenode`): one underused node deleted or replaced by a
@@ -13,8 +16,7 @@ not):
 
 What the two consolidations share is in `consolidation`.
 
-Expiration and repair are not methods: as in Karpenter v1 both are forceful, per-object
-controllers with no candidates to choose between, no budget and no command to validate
-(`karpy.disruption.expiration`, `karpy.disruption.repair`). Repair as a budgeted method
-(as Karpenter 1.15 has it) is left for later.
+Expiration is not a method: as in Karpenter v1 it is a forceful, per-object controller
+with no candidates to choose between, no budget and no command to validate
+(`karpy.disruption.expiration`); nor is legacy node repair (`karpy.disruption.repair`).
 """

@@ -28,7 +28,7 @@ class ConsolidationType(enum.StrEnum):
     """The ``consolidation_type`` label of Karpenter's decision metrics."""
 
     EMPTY = "empty"
-    DRIFT = ""  # drift is not consolidation
+    DRIFT = ""  # drift is not consolidation, and nor is node repair
     MULTI = "multi"
     SINGLE = "single"
 
@@ -36,6 +36,7 @@ class ConsolidationType(enum.StrEnum):
 class Decision(enum.StrEnum):
     DELETE = "delete"
     REPLACE = "replace"
+    REBOOT = "reboot"  # node repair's RebootNode: the node stays
 
 
 @attrs.frozen(slots=True)
@@ -50,9 +51,16 @@ class Command:
     # Deleted before its successor exists, as there is no room to make it first (a static
     # pool at its node limit); the successor comes from the pool's own controller.
     terminate_first: bool = False
+    # Written on each candidate NodeClaim with its replacements' names (node repair's
+    # drain bound, `karpy.apis.labels.ANNOTATION_REPAIR_GRACE`).
+    annotations: tuple[tuple[str, str], ...] = ()
+    # Rebooted in place rather than deleted (node repair's RebootNode action).
+    reboot: bool = False
 
     @property
     def decision(self) -> Decision:
+        if self.reboot:
+            return Decision.REBOOT
         replaces = self.replacements or self.template_replacements
         return Decision.REPLACE if replaces else Decision.DELETE
 

@@ -13,7 +13,7 @@ The `DisruptionClass` is Karpenter's: a *graceful* method (emptiness, consolidat
 only takes candidates nothing blocks and waits while capacity a scale-up asked for is
 arriving; an *eventual* one (drift) also takes nodes blocked only by their pods when
 their NodeClaim has a ``terminationGracePeriod`` (the drain ends by then whatever the pods
-say), and does not wait.
+say), and does not wait. Node repair's class is its own (`DisruptionClass.REPAIR`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ class DisruptionClass(enum.Enum):
 
     GRACEFUL = "graceful"
     EVENTUAL = "eventual"
+    # Node repair: also takes nodes disruption leaves alone for do-not-disrupt (Node,
+    # NodeClaim or pod), PodDisruptionBudgets or nominations, when they are unhealthy
+    # (`karpy.disruption.candidates.Blocked.repairable`); does not wait.
+    REPAIR = "repair"
 
 
 class Method(Protocol):

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from karpy.disruption.simulation import WhatIf
     from karpy.state.snapshot import StateSnapshot
 
-__all__ = ["StaticDrift", "static_drift_command"]
+__all__ = ["StaticDrift", "static_drift_command", "static_replacement"]
 
 
 def static_drift_command(
@@ -58,22 +58,39 @@ def static_drift_command(
         return (stamp.isoformat() if stamp else "", c.name)
 
     for candidate in sorted(candidates, key=since):
-        pool = candidate.pool
-        if budgets.get(pool.name, 0) <= 0 or pool.spec.replicas is None:
+        if budgets.get(candidate.nodepool, 0) <= 0:
             continue
-        count = static_count(snapshot, pool.name)
-        if count.running + count.disrupting > pool.spec.replicas:
-            continue  # still scaling down: the surplus goes first
-        limit = node_limit(pool)
-        if limit is not None and count.total + 1 > limit:
-            if terminate_first and _whole(snapshot, pool.name, pool.spec.replicas):
-                return Outcome(Command(DisruptionReason.DRIFTED, ConsolidationType.DRIFT,
-                                       (candidate,), terminate_first=True))  # fmt: skip
-            continue
-        command = Command(DisruptionReason.DRIFTED, ConsolidationType.DRIFT, (candidate,),
-                          template_replacements=(pool.name,))  # fmt: skip
-        return Outcome(command)
+        command = static_replacement(candidate, snapshot, DisruptionReason.DRIFTED,
+                                     terminate_first=terminate_first)  # fmt: skip
+        if command is not None:
+            return Outcome(command)
     return NOTHING
+
+
+def static_replacement(
+    candidate: Candidate,
+    snapshot: StateSnapshot,
+    reason: DisruptionReason,
+    *,
+    terminate_first: bool = False,
+) -> Command | None:
+    """The command replacing a static pool's ``candidate`` one for one for ``reason``, if
+    its pool's replica count and node limit allow it now (budgets aside): a replacement
+    from the template, or at the limit, with ``terminate_first``, its deletion alone.
+    Shared with node repair (`karpy.disruption.methods.repair`)."""
+    pool = candidate.pool
+    if pool.spec.replicas is None:
+        return None
+    count = static_count(snapshot, pool.name)
+    if count.running + count.disrupting > pool.spec.replicas:
+        return None  # still scaling down: the surplus goes first
+    limit = node_limit(pool)
+    if limit is not None and count.total + 1 > limit:
+        if terminate_first and _whole(snapshot, pool.name, pool.spec.replicas):
+            return Command(reason, ConsolidationType.DRIFT, (candidate,), terminate_first=True)
+        return None
+    return Command(reason, ConsolidationType.DRIFT, (candidate,),
+                   template_replacements=(pool.name,))  # fmt: skip
 
 
 def _whole(snapshot: StateSnapshot, pool: str, replicas: int) -> bool:

@@ -75,6 +75,9 @@ class StubCloud:
     async def create(self, nodeclaim: NodeClaim) -> Instance:
         raise NotImplementedError("termination tests launch nothing")
 
+    async def reboot(self, nodeclaim: NodeClaim) -> None:
+        raise NotImplementedError("termination tests reboot nothing")
+
     async def is_drifted(self, nodeclaim: NodeClaim) -> str:
         return ""
 

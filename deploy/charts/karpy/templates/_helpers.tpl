@@ -184,9 +184,10 @@ it has one. Variables named in controller.env are left to it.
       divisor: "0"
       resource: limits.memory
 {{- end }}
-{{- $known := list "reservedCapacity" "spotToSpotConsolidation" "nodeRepair" "nodeOverlay" "staticCapacity" "capacityBuffer" "terminateFirstDrift" "podDeletionCostManagement" }}
+{{- $known := list "reservedCapacity" "spotToSpotConsolidation" "nodeRepair" "nodeOverlay" "staticCapacity" "capacityBuffer" "terminateFirstDrift" "terminateFirstRepair" "podDeletionCostManagement" }}
 {{- include "karpy.envVar" (dict "root" $root "name" "FEATURE_GATES" "value" (include "karpy.gates" (dict "gates" $s.featureGates "known" $known))) }}
-{{- include "karpy.envVar" (dict "root" $root "name" "AWS_FEATURE_GATES" "value" (include "karpy.gates" (dict "gates" $s.awsFeatureGates "known" (list "nodeClassCEL")))) }}
+{{- include "karpy.envVar" (dict "root" $root "name" "LEGACY_NODE_REPAIR" "value" $s.legacyNodeRepair) }}
+{{- include "karpy.envVar" (dict "root" $root "name" "AWS_FEATURE_GATES" "value" (include "karpy.gates" (dict "gates" $s.awsFeatureGates "known" (list "nodeClassCEL" "rebootForRepair")))) }}
 {{- include "karpy.envVar" (dict "root" $root "name" "BATCH_MAX_DURATION" "value" $s.batchMaxDuration) }}
 {{- include "karpy.envVar" (dict "root" $root "name" "BATCH_IDLE_DURATION" "value" $s.batchIdleDuration) }}
 {{- include "karpy.envVar" (dict "root" $root "name" "PREFERENCE_POLICY" "value" $s.preferencePolicy) }}

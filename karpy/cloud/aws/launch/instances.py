@@ -187,6 +187,26 @@ async def terminate_instance(clients: AWSClients, instance_id: str, *, cluster_n
         raise
 
 
+async def reboot_instance(clients: AWSClients, instance_id: str, *, cluster_name: str) -> None:
+    """Ask EC2 to reboot the instance (RebootInstances: the operating system restarts on the
+    same host, keeping its disks and IPs); `NodeClaimNotFound` when it is gone, shutting
+    down, or not karpy's for ``cluster_name``."""
+    raw = await describe_instance(clients, instance_id)
+    if not is_owned_instance(tags_of(raw.get("Tags")), cluster_name):
+        log.warning("refused to reboot instance: not karpy's", instance=instance_id,
+                    cluster=cluster_name)  # fmt: skip
+        raise NodeClaimNotFound(f"instance {instance_id} is not karpy's for {cluster_name}")
+    if (raw.get("State") or {}).get("Name") in ("shutting-down", "terminated"):
+        raise NodeClaimNotFound(f"instance {instance_id} is terminating")
+    ec2 = await clients.ec2()
+    try:
+        await ec2.reboot_instances(InstanceIds=[instance_id])
+    except ClientError as exc:
+        if _code(exc) == NOT_FOUND:
+            raise NodeClaimNotFound(f"instance {instance_id} not found") from None
+        raise
+
+
 async def create_instance_tags(
     clients: AWSClients, instance_id: str, tags: Mapping[str, str]
 ) -> None:

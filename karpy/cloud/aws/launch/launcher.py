@@ -462,6 +462,11 @@ class InstanceLauncher:
         """Every instance of the cluster that is not terminated."""
         return await instances.list_instances(self.clients, self.cluster.name)
 
+    async def reboot(self, instance_id: str) -> None:
+        """Reboot the instance (node repair); `NodeClaimNotFound` when it is gone."""
+        await instances.reboot_instance(self.clients, instance_id, cluster_name=self.cluster.name)
+        log.info("rebooting instance", instance=instance_id)
+
     async def terminate(self, instance_id: str) -> None:
         """Begin terminating the instance; `NodeClaimNotFound` when it is already gone."""
         await instances.terminate_instance(
