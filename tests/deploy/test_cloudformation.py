@@ -19,11 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import botocore.session
-import cfnlint.api
 import pytest
 from botocore import xform_name
-from cfnlint.api import ManualArgs
-from cfnlint.decode import cfn_yaml
 
 from karpy.cloud.aws.interruption import messages
 
@@ -90,6 +87,10 @@ def actions_karpy_calls() -> set[str]:
 
 
 def load_template() -> dict[str, Any]:
+    # cfn-lint is imported where it is used: at module level it would cost every test
+    # worker a third of a second while collecting.
+    from cfnlint.decode import cfn_yaml
+
     return dict(cfn_yaml.loads(TEMPLATE.read_text(), str(TEMPLATE)))
 
 
@@ -128,7 +129,9 @@ def statements_allowing(action: str) -> list[dict[str, Any]]:
 
 def test_template_is_clean_under_cfn_lint():
     # every rule, warnings and informational ones included
-    findings = cfnlint.api.lint_file(TEMPLATE, ManualArgs(include_checks=["I"]))
+    import cfnlint.api
+
+    findings = cfnlint.api.lint_file(TEMPLATE, cfnlint.api.ManualArgs(include_checks=["I"]))
     assert [str(finding) for finding in findings] == []
 
 
