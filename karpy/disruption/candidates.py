@@ -51,7 +51,7 @@ from karpy.apis.labels import (
     TAINT_DISRUPTED,
 )
 from karpy.base.gcpause import gc_paused
-from karpy.lifecycle.conditions import INITIALIZED, is_true
+from karpy.lifecycle.conditions import DISRUPTION_REASON, INITIALIZED, is_true
 from karpy.lifecycle.termination.pods import do_not_disrupt, tolerates_disrupted_taint
 
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ __all__ = [
     "eviction_cost",
     "find_candidates",
     "is_disrupting",
+    "is_marked",
     "lifetime_remaining",
     "node_price",
     "reschedule_cost",
@@ -158,6 +159,13 @@ REPAIR_IGNORES: Final = frozenset({
     BlockedBy.NOMINATED, BlockedBy.DO_NOT_DISRUPT_NODE, BlockedBy.DO_NOT_DISRUPT_POD,
     BlockedBy.PDB, BlockedBy.MULTIPLE_PDBS,
 })  # fmt: skip
+
+
+def is_marked(claim: NodeClaim) -> bool:
+    """Has a decision chosen this NodeClaim (and not been rolled back)? Its node is
+    tainted only once its replacements exist (`karpy.disruption.orchestration`); until
+    then the mark alone keeps the next pass from choosing it again."""
+    return is_true(claim, DISRUPTION_REASON) and claim.metadata.deletion_timestamp is None
 
 
 def is_disrupting(node: NodeInfo) -> bool:
@@ -282,7 +290,7 @@ def _judge(  # noqa: PLR0917 - one check per rule, in Karpenter's order
         return no(BlockedBy.NOT_REGISTERED, "the NodeClaim has no Node yet")
     if not is_true(claim, INITIALIZED) or node.node.labels.get(LABEL_INITIALIZED) != "true":
         return no(BlockedBy.NOT_INITIALIZED, "the node is not initialized")
-    if claim.metadata.deletion_timestamp is not None or is_disrupting(node):
+    if claim.metadata.deletion_timestamp is not None or is_disrupting(node) or is_marked(claim):
         return no(BlockedBy.DELETING, "the node is deleting or already being disrupted")
     if claim.name in nominated or node.name in nominated:
         return no(BlockedBy.NOMINATED, "the node is nominated for pending pods")

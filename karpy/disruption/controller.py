@@ -45,7 +45,7 @@ from karpy.apis.disruption import DisruptionReason
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.disruption.balanced import balanced_pools, pool_totals
 from karpy.disruption.budgets import BudgetVerdict, allowed_by_budgets
-from karpy.disruption.candidates import find_candidates, is_disrupting
+from karpy.disruption.candidates import find_candidates, is_disrupting, is_marked
 from karpy.disruption.conditions import CONSOLIDATABLE, DRIFTED
 from karpy.disruption.events import UNCONSOLIDATABLE_DEDUPE, node_and_claim_events
 from karpy.disruption.methods.command import Command, ConsolidationType, Outcome
@@ -57,7 +57,6 @@ from karpy.disruption.methods.consolidation import (
 from karpy.disruption.methods.method import DisruptionClass
 from karpy.disruption.methods.ordered import methods_in_order
 from karpy.disruption.moves import record_judgements
-from karpy.disruption.orchestration import is_marked
 from karpy.disruption.settling import Settling
 from karpy.disruption.simulation import WhatIf
 from karpy.disruption.start import CommandStart

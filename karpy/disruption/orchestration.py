@@ -43,6 +43,7 @@ from karpy.apis.labels import (
     LABEL_NODEPOOL,
     TAINT_DISRUPTED,
 )
+from karpy.disruption.candidates import is_marked
 from karpy.disruption.events import node_and_claim_events
 from karpy.disruption.reboot import REBOOT_MARKS, RebootStep, is_reboot
 from karpy.disruption.unhealthy import repair_grace
@@ -75,7 +76,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ANNOTATION_REPLACEMENTS",
     "DisruptionQueue",
-    "is_marked",
     "replacements_of",
 ]
 
@@ -87,11 +87,6 @@ TIMEOUT: Final = timedelta(minutes=10)  # Karpenter's floor for a command's wait
 POLL: Final = 5.0  # seconds between looks while replacements initialize
 # The reasons consolidation (emptiness, single- and multi-node) disrupts for.
 CONSOLIDATION_REASONS: Final = frozenset({"Underutilized", "Empty"})
-
-
-def is_marked(claim: NodeClaim) -> bool:
-    """Has a decision chosen this NodeClaim (and not been rolled back)?"""
-    return is_true(claim, DISRUPTION_REASON) and claim.metadata.deletion_timestamp is None
 
 
 def replacements_of(claim: NodeClaim) -> tuple[str, ...]:

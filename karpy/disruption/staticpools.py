@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from karpy.disruption.orchestration import is_marked
+from karpy.disruption.candidates import is_marked
 from karpy.scheduling.resources import ONE
 
 if TYPE_CHECKING:

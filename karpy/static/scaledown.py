@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from karpy.disruption.candidates import eviction_cost, lifetime_remaining
-from karpy.disruption.orchestration import is_marked
+from karpy.disruption.candidates import eviction_cost, is_marked, lifetime_remaining
 from karpy.lifecycle.termination.pods import do_not_disrupt
 
 if TYPE_CHECKING:

@@ -39,6 +39,7 @@ from karpy.settings.gates import FeatureGates
 from karpy.state.cluster import ClusterState
 from tests.disruption.deciders import Contexts
 from tests.disruption.world import NOW, TYPES, World, managed_node, nodepool, pod_on
+from tests.fixtures.apiserver import create_with_status
 from tests.fixtures.cluster import controller_world
 from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
@@ -292,13 +293,10 @@ def store(apiserver: Any, objects: list[Obj]) -> None:
     for obj in objects:
         kind = {"Node": "nodes", "NodeClaim": NODECLAIMS, "Pod": "pods",
                 "NodePool": "nodepools.karpenter.sh"}[obj["kind"]]  # fmt: skip
-        apiserver.store.create(kind, obj)
         if kind in ("nodes", NODECLAIMS):  # create keeps no status: the kubelet's and ours
-            stored = apiserver.store.get(kind, obj["metadata"]["name"], None)
-            stored["status"] = obj["status"]
-            for condition in stored["status"].get("conditions", ()):
-                condition.setdefault("lastTransitionTime", "2026-05-01T00:00:00Z")
-            apiserver.store.update_status(kind, stored)
+            create_with_status(apiserver, kind, obj)
+        else:
+            apiserver.store.create(kind, obj)
 
 
 def repairing(world: Any, objects: list[Obj], policies: Any) -> Disruption:

@@ -43,7 +43,6 @@ from karpy.cloud.provider import RepairAction
 from karpy.disruption.methods.command import Command, ConsolidationType, Outcome
 from karpy.disruption.methods.method import DisruptionClass
 from karpy.disruption.methods.staticdrift import static_replacement
-from karpy.disruption.orchestration import is_marked
 from karpy.disruption.reboot import rebooted_at
 from karpy.disruption.unhealthy import diagnose, priority_ranks, repair_score
 from karpy.durations import format_duration, from_timedelta
@@ -155,8 +154,8 @@ class Repair:
         self.terminate_first = terminate_first
 
     def should_disrupt(self, candidate: Candidate) -> bool:
-        # A NodeClaim already marked (and not yet tainted) is being repaired: not again.
-        if vetoed(candidate) or is_marked(candidate.claim):
+        # A NodeClaim already marked is no candidate at all (`candidates.is_marked`).
+        if vetoed(candidate):
             return False
         return diagnose(candidate.node, self.policies, self.clock.now()).unhealthy
 

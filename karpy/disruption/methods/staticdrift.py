@@ -24,10 +24,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from karpy.apis.disruption import DisruptionReason
+from karpy.disruption.candidates import is_marked
 from karpy.disruption.conditions import DRIFTED
 from karpy.disruption.methods.command import NOTHING, Command, ConsolidationType, Outcome
 from karpy.disruption.methods.method import DisruptionClass
-from karpy.disruption.orchestration import is_marked
 from karpy.disruption.staticpools import node_limit, static_count
 from karpy.lifecycle.conditions import INITIALIZED, is_true
 
