@@ -138,7 +138,8 @@ def test_a_budget_applies_to_the_reasons_it_names_or_all_when_it_names_none():
 
 def test_the_crd_enums_are_the_enums_values_in_karpenters_order():
     assert CONSOLIDATION_POLICIES == ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
-    assert BUDGET_REASONS == ("Underutilized", "Empty", "Drifted")
+    # Unhealthy: node repair's reason since v1.15 (RFC kubernetes-sigs/karpenter#3192)
+    assert BUDGET_REASONS == ("Underutilized", "Empty", "Drifted", "Unhealthy")
     assert all(type(value) is str for value in CONSOLIDATION_POLICIES + BUDGET_REASONS)
 
 

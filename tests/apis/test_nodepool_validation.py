@@ -95,7 +95,7 @@ HOSTNAME_KEY_MSG = 'label "kubernetes.io/hostname" is restricted'
             {"consolidateAfter": "0s", "budgets": [{"nodes": "1", "reasons": ["Expired"]}]},
             [
                 'spec.disruption.budgets[0].reasons[0]: Unsupported value: "Expired": supported values: '
-                '"Underutilized", "Empty", "Drifted"',
+                '"Underutilized", "Empty", "Drifted", "Unhealthy"',
                 '<nil>: Invalid value: "null": some validation rules were not checked because the '
                 "object was invalid; correct the existing errors to complete validation",
             ],
