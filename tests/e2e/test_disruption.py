@@ -264,6 +264,20 @@ def set_ready(api: Api, name: str, status: str, at: str | None = None) -> None:
     )
 
 
+def five_nodes_two_not_ready(api: Any) -> list[str]:
+    """Five pods on five nodes, all Running; then the first two nodes (by name) turn
+    NotReady, stamped the same second: were the second a second later, the first would be
+    unhealthy alone for that second. Returns the node names, sorted."""
+    api.create("deployments", deployment("web", 5, cpu="500m", memory="512Mi",
+                                         spec=one_per_node("web")))  # fmt: skip
+    eventually_fine(lambda: all_running(api, 5), within=90)
+    nodes = sorted(n["metadata"]["name"] for n in live_nodes(api))
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    set_ready(api, nodes[0], "False", at=since)
+    set_ready(api, nodes[1], "False", at=since)
+    return nodes
+
+
 def test_node_repair_replaces_unhealthy_nodes_one_at_a_time_replacement_first(
     tmp_path: Path,
 ) -> None:
@@ -279,13 +293,7 @@ def test_node_repair_replaces_unhealthy_nodes_one_at_a_time_replacement_first(
         FAKE_REPAIR_TOLERATION="3s",
     ) as run:  # fmt: skip
         api = run.api
-        api.create("deployments", deployment("web", 5, cpu="500m", memory="512Mi",
-                                             spec=one_per_node("web")))  # fmt: skip
-        eventually_fine(lambda: all_running(api, 5), within=90)
-        nodes = sorted(n["metadata"]["name"] for n in live_nodes(api))
-        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        set_ready(api, nodes[0], "False", at=since)
-        set_ready(api, nodes[1], "False", at=since)
+        nodes = five_nodes_two_not_ready(api)
         seen: set[str] = set()
 
         def repaired() -> str:
@@ -317,16 +325,8 @@ def test_legacy_node_repair_replaces_an_unhealthy_node_unless_too_many_are(
         FAKE_REPAIR_TOLERATION="3s",
     ) as run:
         api = run.api
-        api.create("deployments", deployment("web", 5, cpu="500m", memory="512Mi",
-                                             spec=one_per_node("web")))  # fmt: skip
-        eventually_fine(lambda: all_running(api, 5), within=90)
-        nodes = sorted(n["metadata"]["name"] for n in live_nodes(api))
         # Two of five unhealthy: more than 20% (one, rounded up), so neither is repaired.
-        # Since the same second: were the second a second later, the first would be
-        # unhealthy alone for that second (one of five) and rightly repaired.
-        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        set_ready(api, nodes[0], "False", at=since)
-        set_ready(api, nodes[1], "False", at=since)
+        nodes = five_nodes_two_not_ready(api)
         eventually_fine(lambda: "" if any(e["reason"] == "NodeRepairBlocked"
                                      for e in api.list("events")) else "not blocked yet",
                    within=30)  # fmt: skip
