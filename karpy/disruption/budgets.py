@@ -28,17 +28,23 @@ from typing import TYPE_CHECKING, Final
 import attrs
 from croniter import croniter
 
+from karpy.apis.disruption import DisruptionReason
+from karpy.apis.labels import LABEL_NODEPOOL
+from karpy.disruption.candidates import is_disrupting, is_marked
+from karpy.lifecycle.conditions import INITIALIZED, is_true
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from karpy.apis.disruption import DisruptionReason
     from karpy.apis.nodepool import Budget, NodePool
+    from karpy.state.snapshot import StateSnapshot
 
 __all__ = [
     "UNLIMITED",
     "BudgetVerdict",
     "allowed_by_budgets",
     "budget_is_active",
+    "budget_verdicts",
     "scaled_nodes",
 ]
 
@@ -118,3 +124,37 @@ def allowed_by_budgets(
 
 def _applying(budgets: Iterable[Budget], reason: DisruptionReason) -> Iterable[Budget]:
     return (b for b in budgets if b.applies_to(reason))
+
+
+def budget_verdicts(
+    snapshot: StateSnapshot, reason: DisruptionReason, now: datetime
+) -> dict[str, BudgetVerdict]:
+    """Per NodePool, its budgets' verdict for ``reason``: counted nodes are managed,
+    initialized and not yet terminating their instance; those deleting, marked for
+    disruption or not Ready are disrupting. For ``Unhealthy`` a node merely not Ready is
+    not: being unhealthy is what makes it repair's candidate, and counting it would have
+    a lone broken node use up the very budget that lets it be repaired (karpy's reading;
+    Karpenter 1.15's code was not available)."""
+    totals: dict[str, int] = {}
+    disrupting: dict[str, int] = {}
+    for claim in snapshot.nodeclaims.values():
+        node = snapshot.node_for_claim(claim.name)
+        if node is None or not is_true(claim, INITIALIZED):
+            continue
+        if is_true(claim, "InstanceTerminating"):
+            continue
+        pool = claim.metadata.labels.get(LABEL_NODEPOOL) or node.node.labels.get(LABEL_NODEPOOL)
+        if not pool:
+            continue
+        totals[pool] = totals.get(pool, 0) + 1
+        not_ready = not node.ready and reason is not DisruptionReason.UNHEALTHY
+        busy = (not_ready or is_disrupting(node) or is_marked(claim)
+                or claim.metadata.deletion_timestamp is not None)  # fmt: skip
+        if busy:
+            disrupting[pool] = disrupting.get(pool, 0) + 1
+    return {
+        name: allowed_by_budgets(
+            pool, reason, total=totals.get(name, 0), disrupting=disrupting.get(name, 0), now=now
+        )
+        for name, pool in snapshot.nodepools.items()
+    }

@@ -42,10 +42,9 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from karpy.apis.disruption import DisruptionReason
-from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.disruption.balanced import balanced_pools, pool_totals
-from karpy.disruption.budgets import BudgetVerdict, allowed_by_budgets
-from karpy.disruption.candidates import find_candidates, is_disrupting, is_marked
+from karpy.disruption.budgets import BudgetVerdict, budget_verdicts
+from karpy.disruption.candidates import find_candidates
 from karpy.disruption.conditions import CONSOLIDATABLE, DRIFTED
 from karpy.disruption.events import UNCONSOLIDATABLE_DEDUPE, node_and_claim_events
 from karpy.disruption.methods.command import Command, ConsolidationType, Outcome
@@ -62,7 +61,6 @@ from karpy.disruption.simulation import WhatIf
 from karpy.disruption.start import CommandStart
 from karpy.disruption.unhealthy import diagnose
 from karpy.lifecycle.conditions import (
-    INITIALIZED,
     is_true,
 )
 from karpy.log import get_logger
@@ -152,6 +150,8 @@ class Disruption:
         # the inputs of the last full pass that found nothing to do, and when
         self._quiet_inputs: tuple[tuple[object, ...], float] | None = None
         self._held_back = False  # the last pass left emptiness and consolidation for later
+        # when a node's repair toleration runs out next (monotonic), as of the last pass
+        self._repair_due: float | None = None
         self._pending: tuple[Command, float] | None = None  # awaiting validation, and when
 
     def wants(self, change: StateChange[Any]) -> bool:
@@ -201,6 +201,7 @@ class Disruption:
         command = await self._decide(snapshot, compiled, nominated)
         if command is None:
             self._quiet_at = self.clock.monotonic()
+            self._repair_due = self._next_repair(snapshot)
             if not self._held_back:  # a pass that held back decided nothing for good
                 self._quiet_inputs = (inputs, self._quiet_at)
             return DONE
@@ -220,12 +221,32 @@ class Disruption:
         if self._quiet_inputs is None:
             return False
         seen, at = self._quiet_inputs
-        if self.clock.monotonic() - at >= QUIET_RECHECK:
+        now = self.clock.monotonic()
+        if now - at >= QUIET_RECHECK:
             return False
+        if self._repair_due is not None and now >= self._repair_due:
+            return False  # a node became repairable since: time, not the inputs, changed
         return all(
             a is b or (isinstance(a, frozenset) and a == b)
             for a, b in zip(seen, inputs, strict=True)
         )
+
+    def _next_repair(self, snapshot: StateSnapshot) -> float | None:
+        """When (monotonic) the soonest unhealthy condition of a managed node outlasts its
+        policy's toleration, if any is counting down: the quiet shortcut must not hide
+        that moment, which no informer event marks."""
+        if not self.repair_policies:
+            return None
+        now = self.clock.now()
+        soonest: float | None = None
+        for claim in snapshot.nodeclaims.values():
+            node = snapshot.node_for_claim(claim.name)
+            if node is None:
+                continue
+            left = diagnose(node, self.repair_policies, now).next_in
+            if left is not None and (soonest is None or left < soonest):
+                soonest = left
+        return None if soonest is None else self.clock.monotonic() + soonest
 
     async def _decide(
         self, snapshot: StateSnapshot, compiled: CompiledContext, nominated: Mapping[str, str]
@@ -475,37 +496,3 @@ def _allowed(verdicts: Mapping[str, BudgetVerdict]) -> dict[str, int]:
     """Per NodePool, how many nodes its budgets allow, in-flight disruptions aside (for
     ``Empty``: 0 means its empty nodes stay, `emptying_nodes`)."""
     return {name: verdict.allowed for name, verdict in verdicts.items()}
-
-
-def budget_verdicts(
-    snapshot: StateSnapshot, reason: DisruptionReason, now: datetime
-) -> dict[str, BudgetVerdict]:
-    """Per NodePool, its budgets' verdict for ``reason``: counted nodes are managed,
-    initialized and not yet terminating their instance; those deleting, marked for
-    disruption or not Ready are disrupting. For ``Unhealthy`` a node merely not Ready is
-    not: being unhealthy is what makes it repair's candidate, and counting it would have
-    a lone broken node use up the very budget that lets it be repaired (karpy's reading;
-    Karpenter 1.15's code was not available)."""
-    totals: dict[str, int] = {}
-    disrupting: dict[str, int] = {}
-    for claim in snapshot.nodeclaims.values():
-        node = snapshot.node_for_claim(claim.name)
-        if node is None or not is_true(claim, INITIALIZED):
-            continue
-        if is_true(claim, "InstanceTerminating"):
-            continue
-        pool = claim.metadata.labels.get(LABEL_NODEPOOL) or node.node.labels.get(LABEL_NODEPOOL)
-        if not pool:
-            continue
-        totals[pool] = totals.get(pool, 0) + 1
-        not_ready = not node.ready and reason is not DisruptionReason.UNHEALTHY
-        busy = (not_ready or is_disrupting(node) or is_marked(claim)
-                or claim.metadata.deletion_timestamp is not None)  # fmt: skip
-        if busy:
-            disrupting[pool] = disrupting.get(pool, 0) + 1
-    return {
-        name: allowed_by_budgets(
-            pool, reason, total=totals.get(name, 0), disrupting=disrupting.get(name, 0), now=now
-        )
-        for name, pool in snapshot.nodepools.items()
-    }

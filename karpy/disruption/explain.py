@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from karpy.apis.disruption import DisruptionReason
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.disruption.balanced import Scorer, balanced_pools, pool_totals
+from karpy.disruption.budgets import budget_verdicts
 from karpy.disruption.candidates import find_candidates, is_marked
 from karpy.disruption.conditions import CONSOLIDATABLE, DRIFTED
-from karpy.disruption.controller import budget_verdicts
 from karpy.disruption.methods.command import ConsolidationType
 from karpy.disruption.methods.consolidation import UNDERUTILIZED_POLICIES, consolidate
 from karpy.disruption.simulation import simulate

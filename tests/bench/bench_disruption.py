@@ -212,8 +212,8 @@ def settled_objects(pods: int) -> list[dict[str, Any]]:
 def run_settled_case(pods: int = 40_000) -> dict[str, Any]:
     from karpy.apis.disruption import DisruptionReason
     from karpy.apis.labels import AWS_WELL_KNOWN_LABELS
+    from karpy.disruption.budgets import budget_verdicts
     from karpy.disruption.candidates import find_candidates
-    from karpy.disruption.controller import budget_verdicts
     from karpy.disruption.explain import state_from_objects
     from karpy.disruption.methods.consolidation import consolidation_candidates
     from karpy.disruption.methods.singlenode import single_node_command

@@ -24,8 +24,9 @@ from karpy.cloud.fake import FakeCloudProvider
 from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.cloud.provider import RepairAction, RepairPolicy
 from karpy.cloud.unavailable import UnavailableOfferings
+from karpy.disruption.budgets import budget_verdicts
 from karpy.disruption.candidates import find_candidates
-from karpy.disruption.controller import Disruption, budget_verdicts
+from karpy.disruption.controller import Disruption
 from karpy.disruption.methods.command import Decision
 from karpy.disruption.methods.ordered import methods_in_order
 from karpy.disruption.methods.repair import Repair, repair_command
@@ -299,12 +300,13 @@ def store(apiserver: Any, objects: list[Obj]) -> None:
             apiserver.store.create(kind, obj)
 
 
-def repairing(world: Any, objects: list[Obj], policies: Any) -> Disruption:
+def repairing(world: Any, objects: list[Obj], policies: Any,
+              clock: FakeClock | None = None) -> Disruption:  # fmt: skip
     """The disruption controller of ``world`` with node repair on, with ``policies``."""
     settings = Settings(feature_gates=FeatureGates(node_repair=True))
     return Disruption(world.state, world.client, world.recorder, settings,
                       contexts=Contexts(World(objects).compiled),  # type: ignore[arg-type]
-                      nominations=lambda _: {}, clock=FakeClock(NOW),
+                      nominations=lambda _: {}, clock=clock or FakeClock(NOW),
                       metrics=world.metrics.karpenter, repair_policies=policies)  # fmt: skip
 
 
@@ -357,3 +359,29 @@ async def test_the_controller_repairs_within_budget_pre_spinning_and_heeding_the
         claims = {c["metadata"]["name"]: c for c in apiserver.store.list(NODECLAIMS)}
         assert marked(claims) == ["a-old"], "the Unhealthy budget of one is spent: b-young waits"
         assert len(claims) == len(objects) // 3 + 1, "no second replacement"
+
+
+async def test_a_toleration_running_out_starts_a_pass_the_quiet_shortcut_would_skip(
+    apiserver,
+) -> None:
+    """A pass that found nothing stands for a minute on unchanged inputs; a toleration
+    that runs out within that minute changes no input, and must not wait it out."""
+    soon = sick("soon", minutes=29)
+    since = (NOW - timedelta(minutes=29, seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    next(c for c in soon[0]["status"]["conditions"] if c["type"] == "Ready")[
+        "lastTransitionTime"
+    ] = since
+    objects = [nodepool(), *soon, *healthy("fine")]
+    store(apiserver, objects)
+    clock = FakeClock(NOW)
+    async with controller_world(apiserver) as world:
+        await world.settled()
+        disruption = repairing(world, objects, POLICIES, clock)
+        await disruption.reconcile()
+        await world.settled()
+        assert marked({c["metadata"]["name"]: c for c in apiserver.store.list(NODECLAIMS)}) == []
+        await clock.advance(31)  # past the toleration, well inside the quiet minute
+        await disruption.reconcile()
+        await world.settled()
+        claims = {c["metadata"]["name"]: c for c in apiserver.store.list(NODECLAIMS)}
+        assert marked(claims) == ["soon"]
