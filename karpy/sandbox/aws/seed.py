@@ -149,7 +149,7 @@ async def seed_account(
     cluster = (await eks.describe_cluster(name=cluster_name))["cluster"]
 
     images = eks_images(k8s_version)
-    ids = await register_images(ec2, region, images, account_id)
+    ids = register_images(region, images, account_id)
     publish_parameters(ids, region, account_id)
     amis: dict[str, dict[str, str]] = {}
     previous: dict[str, dict[str, str]] = {}

@@ -114,8 +114,7 @@ async def test_a_newer_ami_is_picked_up_on_the_next_refresh(
             a["id"] for a in apiserver.store.get(NODECLASSES, "default")["status"]["amis"]
         }
 
-        ids = await register_eks_images(await aws_clients.ec2(), REGION,
-                                        newer_al2023_release(aws_account, "20241201"))  # fmt: skip
+        ids = register_eks_images(REGION, newer_al2023_release(aws_account, "20241201"))
         publish_parameters(ids, REGION)
         (new,) = ids.values()
         await world.settled()

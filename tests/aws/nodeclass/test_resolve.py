@@ -251,9 +251,7 @@ async def test_latest_is_read_again_on_the_next_refresh_and_the_new_ami_wins(
     old = aws_account.amis["al2023"]["x86_64"]
     assert old in {a.id for a in first.status.amis}
 
-    ids = await register_eks_images(
-        await aws_clients.ec2(), REGION, newer_al2023_release(aws_account, "20241201")
-    )
+    ids = register_eks_images(REGION, newer_al2023_release(aws_account, "20241201"))
     publish_parameters(ids, REGION)
     (new,) = ids.values()
     calls = resolver.amis.params.calls
@@ -453,7 +451,7 @@ async def test_a_windows_alias_requires_windows_and_its_build(
     release = Release("2024.11", datetime.datetime(2024, 11, 12, tzinfo=datetime.UTC))
     spec = ImageSpec("windows2022", "x86_64", f"Windows_Server-2022-English-Core-EKS_Optimized-"
                      f"{k8s}-2024.11.12", "801119661308", release, True, (path,))  # fmt: skip
-    ids = await register_eks_images(await aws_clients.ec2(), REGION, [spec])
+    ids = register_eks_images(REGION, [spec])
     publish_parameters(ids, REGION)
     result = await _resolve(
         aws_clients, nodeclass(amiSelectorTerms=[{"alias": "windows2022@latest"}])
