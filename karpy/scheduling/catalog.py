@@ -1,8 +1,9 @@
 """The instance-type catalog format: ``karpy simulate --instance-types`` and the fake cloud.
 
 A catalog is a YAML/JSON document listing instance types with capacity, overhead, labels,
-extra requirements and offerings (zone, capacity type, price, availability, optional
-capacity reservation), plus the extra label keys the provider defines (``wellKnownLabels``).
+extra requirements, offerings (zone, capacity type, price, availability, optional
+capacity reservation) and volume attachment limits per CSI driver, plus the extra label
+keys the provider defines (``wellKnownLabels``).
 The same document configures the fake cloud provider of the sandbox and the tests, so the
 simulation and the sandbox launch from identical facts.
 
@@ -34,7 +35,8 @@ __all__ = ["Catalog", "CatalogError", "parse_catalog"]
 
 CATALOG_FIELDS = ("instanceTypes", "wellKnownLabels")
 INSTANCE_TYPE_FIELDS = ("name", "capacity", "overhead", "allocatable", "overheadBreakdown",
-                        "labels", "requirements", "offerings")  # fmt: skip
+                        "labels", "requirements", "offerings",
+                        "volumeAttachmentLimits")  # fmt: skip
 OFFERING_FIELDS = ("zone", "capacityType", "price", "available", "reservationId",
                    "reservationCapacity")  # fmt: skip
 CAPACITY_TYPES = ("spot", "on-demand", "reserved")
@@ -122,6 +124,15 @@ def _offering(value: Any, path: str) -> Offering:
     )
 
 
+def _attachment_limits(value: Any, path: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for driver, count in _mapping(value, path).items():
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise _fail(f"{path}.{driver}", "must be a non-negative integer")
+        out[str(driver)] = count
+    return out
+
+
 def _requirement(value: Any, path: str) -> Requirement:
     data = _mapping(value, path)
     _known(data, ("key", "operator", "values"), path)
@@ -160,6 +171,9 @@ def _instance_type(value: Any, path: str) -> InstanceType:
             for i, r in enumerate(_list(data.get("requirements"), f"{path}.requirements"))
         ],
         offerings=offerings,
+        volume_attachment_limits=_attachment_limits(
+            data.get("volumeAttachmentLimits"), f"{path}.volumeAttachmentLimits"
+        ),
     )
     stated = _resources(data.get("allocatable"), f"{path}.allocatable")
     for resource, amount in sorted(stated.items()):

@@ -10,7 +10,12 @@ NodeClaim of each NodePool, and reports the first constraint that failed there:
 * ``incompatible with nodepool "infra": did not tolerate taint dedicated=infra:NoSchedule``;
 * ``no instance type has 300Gi memory after overhead (largest: r5a.8xlarge, 239554Mi
   allocatable)`` - for resources, the closest instance type and its allocatable;
-* topology, volume topology, host ports, limits and ``minValues`` failures likewise.
+* topology, volume topology, volume attachment limits, host ports, limits and
+  ``minValues`` failures likewise.
+
+A pod's volumes count against instance types' attachment limits, and pods of one shape
+may mount different numbers of claims, so explanations are kept per shape and per count
+of claims by driver.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
     from karpy.scheduling.index import InstanceTypeIndex
     from karpy.scheduling.limits import PoolLimits
     from karpy.scheduling.shapes import PodShape
+    from karpy.scheduling.volumelimits import PodVolumes
 
 __all__ = ["Explainer", "describe_incompatibility"]
 
@@ -93,14 +99,19 @@ class Explainer:
         self._env = env
         self._fresh_claim = fresh_claim
         self._limits = limits
-        self._by_shape: dict[int, UnschedulableReason] = {}
+        self._by_shape: dict[tuple[int, tuple[tuple[str, int], ...]], UnschedulableReason] = {}
 
-    def explain(self, shape: PodShape) -> UnschedulableReason:
-        cached = self._by_shape.get(id(shape))
+    def explain(
+        self, shape: PodShape, pod_volumes: PodVolumes | None = None
+    ) -> UnschedulableReason:
+        """Why a pod of ``shape``, mounting ``pod_volumes``, found no place."""
+        counts = tuple(sorted((d, len(c)) for d, c in (pod_volumes or {}).items()))
+        key = (id(shape), counts)
+        cached = self._by_shape.get(key)
         if cached is not None:
             return cached
-        reason = self._explain(self._fully_relaxed(shape))
-        self._by_shape[id(shape)] = reason
+        reason = self._explain(self._fully_relaxed(shape), pod_volumes)
+        self._by_shape[key] = reason
         return reason
 
     def _fully_relaxed(self, shape: PodShape) -> PodShape:
@@ -112,7 +123,7 @@ class Explainer:
             env.topology.prepare(relaxed)
             shape = relaxed
 
-    def _explain(self, shape: PodShape) -> UnschedulableReason:
+    def _explain(self, shape: PodShape, volumes: PodVolumes | None) -> UnschedulableReason:
         context = self._env.context
         if not context.pools:
             if context.skipped:
@@ -124,14 +135,18 @@ class Explainer:
             if context.templates:
                 return UnschedulableReason(message="no ready nodepools")
             return UnschedulableReason(message="no nodepools found")
-        return UnschedulableReason(pools=tuple(self._pool(pool, shape) for pool in context.pools))
+        return UnschedulableReason(
+            pools=tuple(self._pool(pool, shape, volumes) for pool in context.pools)
+        )
 
-    def _pool(self, pool: PoolCandidates, shape: PodShape) -> PoolReason:
+    def _pool(
+        self, pool: PoolCandidates, shape: PodShape, volumes: PodVolumes | None
+    ) -> PoolReason:
         name = pool.template.nodepool
         claim = self._fresh_claim(pool)
         if isinstance(claim, Rejection):
             return PoolReason(name, RejectionKind.LIMITS, str(claim.detail))
-        result = self._try(claim, shape)
+        result = self._try(claim, shape, volumes)
         if isinstance(result, Plan):
             return PoolReason(
                 name,
@@ -139,19 +154,28 @@ class Explainer:
                 "a new node would fit now, but not when the pod was tried (it depends on "
                 "other pods placed in this round)",
             )
-        if (
-            result.kind
-            in (RejectionKind.RESOURCES, RejectionKind.INSTANCE_TYPES, RejectionKind.MIN_VALUES)
-            and claim.options != pool.options
-        ):
+        if result.transient and volumes and result.kind in _INSTANCE_TYPE_KINDS:
+            attachable = claim.attachable(volumes, self._env.index)
+            if isinstance(attachable, int) and isinstance(self._try(claim, shape, None), Plan):
+                # It fits without its volumes: the types that can attach them are the problem.
+                narrowed = NewNodeClaim(pool, attachable, claim.daemon_groups, -1)
+                return PoolReason(
+                    name,
+                    RejectionKind.VOLUME_LIMIT,
+                    f"volume attachment limit: of the instance types that can attach "
+                    f"{_volume_counts(volumes)}, " + self._instance_types(narrowed, shape),
+                )
+        if result.kind in _INSTANCE_TYPE_KINDS and claim.options != pool.options:
             unlimited = NewNodeClaim(pool, pool.options, claim.daemon_groups, -1)
-            if isinstance(self._try(unlimited, shape), Plan):
+            if isinstance(self._try(unlimited, shape, volumes), Plan):
                 return PoolReason(name, RejectionKind.LIMITS, self._limits.describe(pool))
         return PoolReason(name, result.kind, self._message(result, claim, shape))
 
-    def _try(self, claim: NewNodeClaim, shape: PodShape) -> Plan | Rejection:
+    def _try(
+        self, claim: NewNodeClaim, shape: PodShape, volumes: PodVolumes | None
+    ) -> Plan | Rejection:
         env = self._env
-        return claim.can_add(shape, env, relax_min_values=env.relax_min_values)
+        return claim.can_add(shape, env, relax_min_values=env.relax_min_values, pod_volumes=volumes)
 
     def _message(self, rejection: Rejection, claim: NewNodeClaim, shape: PodShape) -> str:
         detail = rejection.detail
@@ -171,6 +195,8 @@ class Explainer:
                 return detail.render()
             if isinstance(detail, UndefinedLabel | RequirementConflict):
                 return "topology: " + describe_incompatibility(detail, None)
+        if kind == RejectionKind.VOLUME_LIMIT:
+            return f"volume attachment limit: {detail}"
         if kind == RejectionKind.HOST_PORTS:
             return f"host port conflict: {detail}" if detail else "host port conflict"
         if kind == RejectionKind.RESERVED:
@@ -239,6 +265,19 @@ class Explainer:
             "no instance type satisfies requirements, resources and offerings "
             f"together ({together})"
         )
+
+
+_INSTANCE_TYPE_KINDS = (
+    RejectionKind.RESOURCES,
+    RejectionKind.INSTANCE_TYPES,
+    RejectionKind.MIN_VALUES,
+)
+
+
+def _volume_counts(volumes: PodVolumes) -> str:
+    return ", ".join(
+        f"{len(claims)} {driver} volumes" for driver, claims in sorted(volumes.items())
+    )
 
 
 def _count(mask: int) -> int:

@@ -11,7 +11,9 @@ Python ``int`` whose bit ``i`` stands for type ``i``. Filtering becomes ``&``:
   types and reservations (memoised per combination);
 * `fits_mask` - types whose allocatable covers a resource request: for each resource the
   distinct allocatable values are sorted with the mask of types at or above each value, so
-  a lookup is one binary search per requested resource.
+  a lookup is one binary search per requested resource;
+* `attachable_mask` - types that can attach so many volumes of one CSI driver (memoised
+  per driver and count).
 
 AND-ing 400- to 800-bit integers costs a few machine words, so a whole instance-type
 filter is a handful of dictionary lookups and integer operations. The index is built once
@@ -83,6 +85,8 @@ class InstanceTypeIndex:
     """A fixed numbering of instance types with memoised bitset filters."""
 
     __slots__ = (
+        "_attach_cache",
+        "_attach_limits",
         "_capacity_desc",
         "_capacity_masks",
         "_capacity_values",
@@ -123,6 +127,9 @@ class InstanceTypeIndex:
         self.price_overlaid_mask = 0
         self.capacity_overlaid_mask = 0
         self.reserved_mask = 0  # types with an available reserved offering
+        # Per CSI driver: the types that declare a limit for it, by that limit.
+        self._attach_limits: dict[str, dict[int, int]] = {}
+        self._attach_cache: dict[tuple[str, int], int] = {}
         for i, it in enumerate(types):
             if it.price_overlaid:
                 self.price_overlaid_mask |= 1 << i
@@ -130,6 +137,9 @@ class InstanceTypeIndex:
                 self.capacity_overlaid_mask |= 1 << i
             if any(o.available and o.capacity_type == "reserved" for o in it.offerings):
                 self.reserved_mask |= 1 << i
+            for driver, limit in it.volume_attachment_limits.items():
+                by_limit = self._attach_limits.setdefault(driver, {})
+                by_limit[limit] = by_limit.get(limit, 0) | (1 << i)
         # Available offerings grouped by (zone, capacity type, reservation id).
         groups: dict[tuple[str, str, str], int] = {}
         for i, it in enumerate(types):
@@ -271,6 +281,28 @@ class InstanceTypeIndex:
             mask &= masks_by[name][j]
             if not mask:
                 return 0
+        return mask
+
+    @property
+    def attach_limited(self) -> bool:
+        """Does any type declare a volume attachment limit?"""
+        return bool(self._attach_limits)
+
+    def attachable_mask(self, driver: str, count: int) -> int:
+        """Types that can attach ``count`` volumes of ``driver``: those that declare no
+        limit for it, and those whose limit is at least ``count``."""
+        by_limit = self._attach_limits.get(driver)
+        if by_limit is None:
+            return self.all_mask
+        key = (driver, count)
+        cached = self._attach_cache.get(key)
+        if cached is not None:
+            return cached
+        mask = self.all_mask
+        for limit, types in by_limit.items():
+            if limit < count:
+                mask &= ~types
+        self._attach_cache[key] = mask
         return mask
 
     def capacity_at_most_mask(self, resource: str, value: int) -> int:

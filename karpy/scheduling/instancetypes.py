@@ -8,6 +8,11 @@ scheduler only reads them.
 
 Allocatable is capacity minus overhead, clamped at zero; hugepages capacity is taken out
 of memory, as the kubelet does.
+
+``volume_attachment_limits`` is how many volumes a node of the type is expected to attach,
+per CSI driver (Karpenter's ``VolumeAttachmentLimits``). A new node has no CSINode yet, so
+this is the only limit the scheduler knows when it plans one; once the node registers, its
+CSINode's counts are used instead. A driver the map does not name is unlimited.
 """
 
 from __future__ import annotations
@@ -95,6 +100,7 @@ class InstanceType:
     overhead: ResourceList
     allocatable: ResourceList
     capacity_overlaid: bool = False
+    volume_attachment_limits: dict[str, int] = attrs.field(factory=dict)
 
     @property
     def available_offerings(self) -> tuple[Offering, ...]:
@@ -134,6 +140,7 @@ def new_instance_type(
     overhead: Mapping[str, int] | None = None,
     labels: Mapping[str, str] | None = None,
     requirements: Iterable[Requirement] = (),
+    volume_attachment_limits: Mapping[str, int] | None = None,
 ) -> InstanceType:
     """Build an instance type the way providers describe one.
 
@@ -164,4 +171,5 @@ def new_instance_type(
         capacity=dict(capacity),
         overhead=overhead,
         allocatable=compute_allocatable(capacity, overhead),
+        volume_attachment_limits=dict(volume_attachment_limits or {}),
     )

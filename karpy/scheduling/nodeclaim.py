@@ -6,9 +6,12 @@ claim's, topology may pin a zone, their requests add up, and ``options`` keeps t
 that still satisfy everything. `can_add` is Karpenter's ``NodeClaim.CanAdd``, in its order:
 
 1. the pod tolerates the pool's taints;
-2. the pod's requirements are compatible with the claim's (undefined well-known labels
+2. the claim can still attach the pod's volumes: its options keep only the types whose
+   volume attachment limit, per CSI driver, covers the distinct claims of all its pods
+   (counted as on existing nodes, `karpy.scheduling.volumelimits`);
+3. the pod's requirements are compatible with the claim's (undefined well-known labels
    allowed: instance types define them);
-3. for each volume-topology alternative: volume requirements, then the domains topology
+4. for each volume-topology alternative: volume requirements, then the domains topology
    allows, then the instance types that satisfy the requirements, have an available
    offering, fit the requests plus their DaemonSet overhead, have no host-port conflict,
    and still cover the ``minValues`` of every requirement.
@@ -16,6 +19,10 @@ that still satisfy everything. `can_add` is Karpenter's ``NodeClaim.CanAdd``, in
 Only types whose requirement keys changed are re-filtered (the options already satisfy the
 rest), so a step costs a few bitset ANDs. A failed `can_add` returns a small rejection
 value; the human explanation is produced later, once per unschedulable pod shape.
+
+Pods of one shape may mount different claims, so a refusal that followed a narrowing by
+volume limits is marked ``transient``: it is not remembered for the shape, since the next
+pod of the shape, with fewer volumes, may fit where this one did not.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ if TYPE_CHECKING:
     from karpy.scheduling.reservations import ReservationManager
     from karpy.scheduling.shapes import PodShape
     from karpy.scheduling.topology import TopologyFailure
+    from karpy.scheduling.volumelimits import PodVolumes
 
 __all__ = ["NewNodeClaim", "Plan", "Rejection"]
 
@@ -58,7 +66,7 @@ def is_permanent(rejection: Rejection) -> bool:
     only in the odd case of a node-side ``Exists`` narrowing to a negative requirement,
     or a key the node lacked becoming defined by another pod's requirements.
     """
-    if not rejection.kind.monotone:
+    if rejection.transient or not rejection.kind.monotone:
         return False
     if rejection.kind is not RejectionKind.REQUIREMENTS:
         return True
@@ -70,6 +78,8 @@ def is_permanent(rejection: Rejection) -> bool:
 class Rejection:
     kind: RejectionKind
     detail: Taint | Incompatible | TopologyFailure | str | None = None
+    # It depended on this pod's volumes, not only on its shape (see the module docstring).
+    transient: bool = False
 
 
 @attrs.frozen(slots=True)
@@ -113,6 +123,7 @@ class NewNodeClaim:
         "reserved",
         "room",
         "shapes",
+        "volumes",
     )
 
     def __init__(
@@ -137,21 +148,63 @@ class NewNodeClaim:
         self.position = -1  # bit position of the hostname in `Topology.hosts`
         # Per resource, what the largest remaining option has left (kept by the solver).
         self.room: dict[str, int] = {}
+        # The claims its pods mount, by CSI driver (only counted when some type has limits).
+        self.volumes: dict[str, frozenset[str]] = {}
 
     @property
     def taints(self) -> tuple[Taint, ...]:
         return self.pool.template.taints
 
     def can_add(
-        self, shape: PodShape, env: RoundEnvironment, *, relax_min_values: bool = False
+        self,
+        shape: PodShape,
+        env: RoundEnvironment,
+        *,
+        relax_min_values: bool = False,
+        pod_volumes: PodVolumes | None = None,
     ) -> Plan | Rejection:
         """A plan for adding a pod of ``shape``, or the first check that refused it.
         ``relax_min_values`` lets a new node relax minValues it cannot meet (in-flight
-        claims never do)."""
-        algebra, topology, index, well_known = env.algebra, env.topology, env.index, env.well_known
+        claims never do); ``pod_volumes`` are the claims the pod mounts, by CSI driver."""
+        index = env.index
         taint = _untolerated(self.pool, shape)
         if taint is not None:
             return Rejection(RejectionKind.TAINTS, taint)
+        options = self.options
+        if pod_volumes and index.attach_limited:
+            attachable = self.attachable(pod_volumes, index)
+            if isinstance(attachable, Rejection):
+                return attachable
+            options = attachable
+        result = self._can_add(shape, env, options, relax_min_values)
+        if options != self.options and isinstance(result, Rejection):
+            return attrs.evolve(result, transient=True)
+        return result
+
+    def attachable(self, pod_volumes: PodVolumes, index: InstanceTypeIndex) -> int | Rejection:
+        """The options that can attach this claim's volumes and the pod's together, or a
+        `VOLUME_LIMIT` refusal naming the driver no option has room for."""
+        options = self.options
+        for driver, claims in sorted(pod_volumes.items()):
+            count = len(self.volumes.get(driver, frozenset()) | claims)
+            narrowed = options & index.attachable_mask(driver, count)
+            if not narrowed:
+                most = max(
+                    (it.volume_attachment_limits.get(driver, 0) for it in index.members(options)),
+                    default=0,
+                )
+                return Rejection(
+                    RejectionKind.VOLUME_LIMIT,
+                    f"{driver} would attach {count} volumes; its instance types attach at "
+                    f"most {most}",
+                )
+            options = narrowed
+        return options
+
+    def _can_add(
+        self, shape: PodShape, env: RoundEnvironment, options: int, relax_min_values: bool
+    ) -> Plan | Rejection:
+        algebra, topology, index, well_known = env.algebra, env.topology, env.index, env.well_known
         if shape.hostname_requirement is not None:
             mismatch = hostname_mismatch(shape.hostname_requirement, self.hostname)
             if mismatch is not None:
@@ -180,7 +233,7 @@ class NewNodeClaim:
                     last = Rejection(RejectionKind.TOPOLOGY, topo)
                     continue
                 reqs = topo
-            plan = self._filter(shape, reqs, index, relax_min_values)
+            plan = self._filter(shape, reqs, index, options, relax_min_values)
             if isinstance(plan, Plan) and env.reservations is not None:
                 plan = self._reserve(plan, index, env.reservations, env.reserved_fallback)
             if isinstance(plan, Plan):
@@ -190,9 +243,13 @@ class NewNodeClaim:
         return last
 
     def _filter(
-        self, shape: PodShape, reqs: Requirements, index: InstanceTypeIndex, relax_min_values: bool
+        self,
+        shape: PodShape,
+        reqs: Requirements,
+        index: InstanceTypeIndex,
+        options: int,
+        relax_min_values: bool,
     ) -> Plan | Rejection:
-        options = self.options
         old = self.requirements
         offering_changed = False
         for key, req in reqs.items():
@@ -275,8 +332,19 @@ class NewNodeClaim:
             return plan
         return attrs.evolve(plan, reservations=tuple(sorted(held)))
 
-    def add(self, pod: Pod, shape: PodShape, plan: Plan, env: RoundEnvironment) -> None:
+    def add(
+        self,
+        pod: Pod,
+        shape: PodShape,
+        plan: Plan,
+        env: RoundEnvironment,
+        pod_volumes: PodVolumes | None = None,
+    ) -> None:
         self.pods.append(pod)
+        if pod_volumes:
+            volumes = self.volumes
+            for driver, claims in pod_volumes.items():
+                volumes[driver] = volumes.get(driver, frozenset()) | claims
         self.shapes.append(shape)
         self.options = plan.options
         for name, value in shape.requests.items():

@@ -161,7 +161,8 @@ class Scheduler:
         self.env: RoundEnvironment  # set when the round starts (it needs the topology)
         self._solved = False
         self.smallest_requests: dict[str, int] = {}
-        # Per pod (by id), the claims it mounts by CSI driver, when some node has limits.
+        # Per pod (by id), the claims it mounts by CSI driver, when some node or instance
+        # type has limits.
         self.pod_volumes: dict[int, PodVolumes] = {}
 
     # -- setup -------------------------------------------------------------------------------
@@ -268,7 +269,8 @@ class Scheduler:
             raise SolveCancelled(tried)
         explainer = Explainer(self.env, self.fresh_claim, self.limits)
         unschedulable.extend(
-            Unschedulable(pod, explainer.explain(shape_of[id(pod)])) for pod in failed.values()
+            Unschedulable(pod, explainer.explain(shape_of[id(pod)], self.pod_volumes.get(id(pod))))
+            for pod in failed.values()
         )
         claims, truncated = finalize_claims(self.env, self.claims)
         for pod, reason in truncated:
@@ -293,6 +295,9 @@ class Scheduler:
         builder = ShapeBuilder(visible, self.policy)
         schedulable: list[tuple[Pod, PodShape]] = []
         volumes = self.cluster.volumes
+        # Count a pod's claims when some limit could refuse them: an existing node's
+        # CSINode, or an instance type's declared limit for new NodeClaims.
+        count_volumes = bool(volumes.attach_limits) or self.context.index.attach_limited
         for pod in pods:
             problem = pod_problem(pod, self.well_known, self.restricted_domains)
             if problem is not None:
@@ -305,7 +310,7 @@ class Scheduler:
                 except VolumeError as exc:
                     unschedulable.append(Unschedulable(pod, _ignored(str(exc))))
                     continue
-                if volumes.attach_limits:
+                if count_volumes:
                     self.pod_volumes[id(pod)] = pod_volumes(pod, volumes)
             schedulable.append((pod, builder.shape_of(pod, alternatives)))
         return builder, schedulable
@@ -435,6 +440,7 @@ class Scheduler:
         else:
             candidates = order
         claims = self.claims
+        volumes = self.pod_volumes.get(id(pod))
         parked: list[tuple[NewNodeClaim, str, int]] = []
         # Topology under the current counts rules out whole zones or hosts at once; screen
         # claims by their own domains before the full (much dearer) question.
@@ -456,11 +462,11 @@ class Scheduler:
                 continue
             if screen is not None and screen.rejects(claim.requirements, claim.hostname):
                 continue
-            plan = claim.can_add(shape, self.env)
+            plan = claim.can_add(shape, self.env, pod_volumes=volumes)
             if isinstance(plan, Plan):
                 self._park(parked)
                 self._hold(claim, plan)
-                claim.add(pod, shape, plan, self.env)
+                claim.add(pod, shape, plan, self.env, volumes)
                 self._reorder(claim)
                 return True
             if is_permanent(plan):
@@ -473,6 +479,7 @@ class Scheduler:
             self.claim_order.park(claim.index, len(claim.pods), resource, room)
 
     def _add_to_new_claim(self, pod: Pod, shape: PodShape) -> Outcome:
+        volumes = self.pod_volumes.get(id(pod))
         for position, pool in enumerate(self.context.pools):
             if position in shape.memo.rejected_pools:
                 continue
@@ -482,11 +489,13 @@ class Scheduler:
             claim = NewNodeClaim(
                 pool, options, self.daemon_groups[pool.template.nodepool], len(self.claims)
             )
-            plan = claim.can_add(shape, self.env, relax_min_values=self.relax_min_values)
+            plan = claim.can_add(
+                shape, self.env, relax_min_values=self.relax_min_values, pod_volumes=volumes
+            )
             if isinstance(plan, Plan):
                 self._open(claim)
                 self._hold(claim, plan)
-                claim.add(pod, shape, plan, self.env)
+                claim.add(pod, shape, plan, self.env, volumes)
                 self._reorder(claim)
                 self.limits.reserve(pool, claim.options)
                 return Outcome.PLACED

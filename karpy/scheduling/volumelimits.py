@@ -3,7 +3,9 @@
 A node can attach only so many volumes per CSI driver (its CSINode says how many). A pod
 whose claims would push a node past that limit cannot go there, however much CPU is left.
 Volumes are counted by claim, so pods sharing one claim count it once. Only existing nodes
-have CSINodes; planned nodes have no known limit, as in Karpenter.
+have CSINodes; a planned node is held to its instance types' declared limits instead
+(`InstanceType.volume_attachment_limits`, applied in `karpy.scheduling.nodeclaim`), with
+the same counting.
 
 A pod's volumes are attributed to drivers the way Karpenter does it: a bound claim by its
 PersistentVolume's CSI driver (in-tree volume types mapped to their CSI drivers), an

@@ -70,11 +70,22 @@ def test_well_known_labels_are_read() -> None:
         ),
         ({"requirements": [{"key": "k", "operator": "Near"}]}, r"requirements\[0\].operator"),
         ({"requirements": [{"key": "k", "operator": "Gt", "values": ["a"]}]}, r"one integer value"),
+        ({"volumeAttachmentLimits": {"ebs.csi.aws.com": -1}}, r"volumeAttachmentLimits.ebs"),
+        ({"volumeAttachmentLimits": {"ebs.csi.aws.com": "3"}}, r"a non-negative integer"),
+        ({"volumeAttachmentLimits": {"ebs.csi.aws.com": True}}, r"a non-negative integer"),
     ],
 )
 def test_errors_name_the_field(overrides: dict[str, Any], path: str) -> None:
     with pytest.raises(CatalogError, match=path):
         parse_catalog({"instanceTypes": [entry(**overrides)]})
+
+
+def test_volume_attachment_limits_are_read_per_driver() -> None:
+    doc = {"instanceTypes": [entry(volumeAttachmentLimits={"ebs.csi.aws.com": 26})]}
+    (it,) = parse_catalog(doc).instance_types
+    assert it.volume_attachment_limits == {"ebs.csi.aws.com": 26}
+    (plain,) = parse_catalog({"instanceTypes": [entry()]}).instance_types
+    assert plain.volume_attachment_limits == {}
 
 
 def test_duplicate_names_are_rejected() -> None:

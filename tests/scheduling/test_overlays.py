@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from karpy.apis.nodeoverlay import NodeOverlay
@@ -83,3 +84,12 @@ def test_capacity_overlays_add_extended_resources_to_allocatable() -> None:
     assert large.allocatable["example.com/fpga"] == 2000
     assert large.capacity_overlaid
     assert "example.com/fpga" not in small.allocatable
+
+
+def test_overlaid_types_keep_their_volume_attachment_limits() -> None:
+    # Karpenter's overlay store carries VolumeAttachmentLimits over to the types it rewrites.
+    limited = attrs.evolve(LARGE, volume_attachment_limits={"ebs.csi.aws.com": 26})
+    both = overlay("both", price_adjustment="+10%", capacity={"example.com/fpga": "2"})
+    (overlaid,) = apply_overlays("default", {}, [limited], [both])
+    assert overlaid.capacity_overlaid and overlaid.price_overlaid
+    assert overlaid.volume_attachment_limits == {"ebs.csi.aws.com": 26}

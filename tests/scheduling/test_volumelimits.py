@@ -15,7 +15,7 @@ from karpy.scheduling.volumes import (
     storage_class_from_dict,
 )
 from tests import factories as f
-from tests.scheduling.scenario import ZONE, Round
+from tests.scheduling.scenario import ZONE, Round, catalog, entry
 
 WFFC = "WaitForFirstConsumer"
 DRIVER = "test.csi.driver"
@@ -159,3 +159,24 @@ def test_usage_reports_the_driver_whose_limit_would_break() -> None:
     usage.add({DRIVER: frozenset({"b"})})
     assert usage.exceeds({}) is None
     assert usage.exceeds({DRIVER: frozenset({"c"})}) == DRIVER
+
+
+# -- instance types' declared limits, for new NodeClaims --------------------------------------
+
+
+def limited(name: str, cpu: int, limit: int) -> dict[str, Any]:
+    return {**entry(name, cpu, 16), "volumeAttachmentLimits": {DRIVER: limit}}
+
+
+def test_a_pod_with_many_claims_does_not_close_the_pool_to_its_shape() -> None:
+    # "few" attaches 1 volume but fits the pods; "many" attaches 10 and fits none. The pod
+    # with two claims leaves only "many", which is too small: a refusal that must not be
+    # remembered for the shape, or the next pod (one claim) would lose the pool too.
+    types = catalog(limited("few", 8, 1), limited("many", 2, 10))
+    first = f.pod("a-first", requests={"cpu": "4"}, pvcs=["x", "y"])
+    second = f.pod("b-second", requests={"cpu": "4"}, pvcs=["z"])
+    done = Round(storage(), claims("x", "y", "z"), first, second, types=types)
+    assert done.node_of(first) is None
+    assert done.claim_of(second)["instanceTypeOptions"] == ["few"]
+    reason = done.reason(first) or ""
+    assert "volume attachment limit: of the instance types that can attach 2" in reason, reason

@@ -72,6 +72,21 @@ def test_a_catalog_file_replaces_the_embedded_one(tmp_path):
     assert (tiny.name, tiny.capacity["cpu"]) == ("tiny", 2000)
 
 
+def test_a_catalog_file_declares_volume_attachment_limits_and_kwok_declares_none(tmp_path):
+    # As Karpenter's fake provider: limits only where an instance type is given them.
+    path = tmp_path / "catalog.yaml"
+    path.write_text(
+        "instanceTypes:\n"
+        "  - name: tiny\n"
+        "    capacity: {cpu: '2', memory: 4Gi, pods: '10'}\n"
+        "    offerings: [{zone: z1, capacityType: on-demand, price: 0.1}]\n"
+        "    volumeAttachmentLimits: {fake.csi.provider: 10}\n"
+    )
+    (tiny,) = load_catalog(str(path)).instance_types
+    assert tiny.volume_attachment_limits == {"fake.csi.provider": 10}
+    assert not any(it.volume_attachment_limits for it in embedded_catalog().instance_types)
+
+
 @pytest.mark.parametrize(("content", "problem"), [
     (None, "no such file"),
     (b"\x89PNG\r\n\x1a\n\xff\xfe", "not UTF-8 text"),

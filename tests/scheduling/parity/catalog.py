@@ -74,8 +74,10 @@ def instance_type(
     offerings: Sequence[Entry] | None = None,
     arch: str = "amd64",
     oses: Iterable[str] = DEFAULT_OSES,
+    volume_attachment_limits: Mapping[str, int] | None = None,
 ) -> Entry:
-    """A catalog entry built as the fake provider builds an instance type."""
+    """A catalog entry built as the fake provider builds an instance type
+    (``volume_attachment_limits`` is its ``WithVolumeAttachmentLimits``)."""
     capacity = dict(_DEFAULT_CAPACITY)
     capacity.update({k: v for k, v in (resources or {}).items() if parse_quantity(v) != 0})
     price = price_from_resources(capacity)
@@ -95,7 +97,7 @@ def instance_type(
         labels[SPECIAL] = "optional"
     else:
         requirements.append({"key": SPECIAL, "operator": "DoesNotExist"})
-    return {
+    entry: Entry = {
         "name": name,
         "capacity": capacity,
         "overhead": dict(OVERHEAD),
@@ -103,6 +105,9 @@ def instance_type(
         "requirements": requirements,
         "offerings": [dict(o) for o in offerings],
     }
+    if volume_attachment_limits is not None:
+        entry["volumeAttachmentLimits"] = dict(volume_attachment_limits)
+    return entry
 
 
 def catalog(instance_types: Iterable[Entry]) -> dict[str, Any]:

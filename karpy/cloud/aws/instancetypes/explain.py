@@ -84,6 +84,8 @@ def instance_type_document(it: InstanceType, ts: TypeShape) -> dict[str, Any]:
                  "reservationCapacity": o.reservation_capacity} if o.reservation_id else {})}
             for o in it.offerings
         ],
+        **({"volumeAttachmentLimits": dict(sorted(it.volume_attachment_limits.items()))}
+           if it.volume_attachment_limits else {}),
     }  # fmt: skip
 
 
