@@ -11,6 +11,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from karpy.base.gcpause import gc_paused
 from karpy.errors import UsageError
 from karpy.scheduling.defaultspread import SchedulerConfigError, parse_scheduler_config
 from karpy.scheduling.solver import Scheduler
@@ -77,6 +78,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # A one-shot command over a snapshot keeps every object it loads: the collector's
+    # full collections would walk them over and over, and exit frees them anyway (as
+    # ``karpy explain``, `karpy.base.gcpause`).
+    with gc_paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     documents = load_objects(args.files)
     catalog = load_catalog(args.instance_types)

@@ -67,3 +67,27 @@ def test_explaining_from_a_snapshot_imports_no_kubernetes_client(settled) -> Non
     assert done.returncode == 0, done.stderr
     assert "karpy: considers it" in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "imported: []"
+
+
+def test_no_garbage_collection_runs_while_a_snapshot_is_simulated(settled, capsys) -> None:
+    from karpy.simulate import cli as simulate_cli
+
+    cluster, catalog_file = settled
+    args = argparse.Namespace(files=[str(cluster)], instance_types=str(catalog_file),
+                              scheduler_config=None, only_unschedulable=False,
+                              min_values_policy="Strict", preference_policy="Respect",
+                              output="json")  # fmt: skip
+    collections: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        assert simulate_cli.run(args) == 0
+    finally:
+        gc.callbacks.remove(count)
+    assert json.loads(capsys.readouterr().out)["nodeClaims"] is not None
+    assert len(collections) <= 1, collections
+    assert gc.isenabled()
