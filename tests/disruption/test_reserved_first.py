@@ -12,14 +12,20 @@ import attrs
 from karpy.apis.disruption import DisruptionReason
 from karpy.apis.labels import CAPACITY_TYPE_RESERVED
 from karpy.cloud.provider import RepairPolicy
+from karpy.disruption.controller import Disruption
 from karpy.disruption.methods.command import Decision
 from karpy.disruption.methods.drift import Drift
 from karpy.disruption.methods.ordered import methods_in_order
 from karpy.disruption.methods.repair import Repair
 from karpy.scheduling.instancetypes import RESERVATION_ID_LABEL, InstanceType, Offering
 from karpy.scheduling.reservedslot import with_one_more_slot
+from karpy.settings import Settings
 from tests import factories as f
+from tests.disruption.deciders import Contexts
+from tests.disruption.test_repair_method import NODECLAIMS, store
 from tests.disruption.world import CATALOG, NOW, World, managed_node, nodepool, pod_on
+from tests.fixtures.cluster import controller_world
+from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
 
 Obj = dict[str, Any]
@@ -210,3 +216,43 @@ def test_an_unhealthy_node_on_a_full_reservation_is_repaired_terminate_first() -
     assert command.full_reservation == RESERVATION
     assert command.reason is DisruptionReason.UNHEALTHY
     assert repair(w, terminate_first=False) is None, "gate TerminateFirstRepair off"
+
+
+# --- the controller -------------------------------------------------------------------------
+
+
+def drift_marked(apiserver: Any) -> list[str]:
+    """The NodeClaims a decision marked for drift."""
+    return sorted(claim["metadata"]["name"] for claim in apiserver.store.list(NODECLAIMS)
+                  if any(c["type"] == "DisruptionReason" and c["reason"] == "Drifted"
+                         for c in claim.get("status", {}).get("conditions", ())))  # fmt: skip
+
+
+async def test_the_controller_deletes_first_one_node_of_the_reservation_at_a_time(
+    apiserver: Any,
+) -> None:
+    objects = [pinned_pool(CAPACITY_TYPE_RESERVED), *reserved_node("a-old", drifted=True),
+               *reserved_node("b-old", drifted=True)]  # fmt: skip
+    store(apiserver, objects)
+    async with controller_world(apiserver) as world:
+        await world.settled()
+        compiled = World(objects, instance_types=TYPES).compiled
+        disruption = Disruption(world.state, world.client, world.recorder, Settings(),
+                                contexts=Contexts(compiled),  # type: ignore[arg-type]
+                                nominations=lambda _: {}, clock=FakeClock(NOW),
+                                metrics=world.metrics.karpenter)  # fmt: skip
+
+        await disruption.reconcile()
+        await world.settled()
+        assert drift_marked(apiserver) == ["a-old"]
+        names = {c["metadata"]["name"] for c in apiserver.store.list(NODECLAIMS)}
+        assert names == {"a-old", "b-old"}, "no replacement: provisioning makes it later"
+        terminating = await eventually(lambda: world.events("DisruptionTerminating"))
+        assert {e["message"] for e in terminating} == {
+            "Disrupting Node: Drifted (terminated before its replacement: reserved capacity "
+            "is full)"
+        }
+
+        await disruption.reconcile()
+        await world.settled()
+        assert drift_marked(apiserver) == ["a-old"], "one in flight per reservation"
