@@ -24,8 +24,10 @@ from karpy.apis.labels import CAPACITY_TYPE_SPOT, LABEL_HOSTNAME, LABEL_NODEPOOL
 from karpy.base.gcpause import gc_paused
 from karpy.disruption.conditions import under_consolidate_after
 from karpy.disruption.prefilter import Prefilter
+from karpy.rounds.contextcache import CompiledContext
 from karpy.rounds.inputs import RoundInput, build_round_input
 from karpy.scheduling.reschedule import reschedulable_pods
+from karpy.scheduling.reservedslot import with_one_more_slot
 from karpy.scheduling.solver import Scheduler
 
 if TYPE_CHECKING:
@@ -35,7 +37,6 @@ if TYPE_CHECKING:
 
     from karpy.disruption.balanced import PoolTotals
     from karpy.disruption.candidates import Candidate
-    from karpy.rounds.contextcache import CompiledContext
     from karpy.scheduling.pods import Pod
     from karpy.scheduling.results import NodeClaimPlan, Results
     from karpy.settings import Settings
@@ -97,6 +98,7 @@ class WhatIf:
         self.budget = budget
         self.virtual = tuple(virtual)
         self._base: RoundInput | None = None
+        self._freed: dict[str, WhatIf] = {}
         self._prefilter: Prefilter | None = None
         self.budgets = [b.budget for b in snapshot.budgets.values()]
         self.cancel: threading.Event | None = None  # set: solves raise SolveCancelled
@@ -114,6 +116,24 @@ class WhatIf:
                                            nominated=self.nominated,
                                            virtual=self.virtual)  # fmt: skip
         return self._base
+
+    def with_slot_freed(self, reservation: str) -> WhatIf:
+        """These what-ifs with one more instance free in capacity reservation
+        ``reservation``, as when a node of it is gone (`karpy.scheduling.reservedslot`):
+        compiled on first use, once per reservation, and sharing the cluster's inputs."""
+        found = self._freed.get(reservation)
+        if found is None:
+            context = with_one_more_slot(self.compiled.context, reservation)
+            compiled = CompiledContext(context, {it.name: it for it in context.index.types},
+                                       self.compiled.unusable)  # fmt: skip
+            found = WhatIf(
+                self.snapshot, compiled, nominated=self.nominated, settings=self.settings,
+                budget=self.budget, emptying=self.emptying, pool_totals=self.pool_totals,
+                virtual=self.virtual, now=self.now,
+            )  # fmt: skip
+            found._base, found._resting, found.cancel = self.base, self._resting, self.cancel
+            self._freed[reservation] = found
+        return found
 
     def why_not(self, candidate: Candidate, *, spot_to_spot: bool = True) -> str:
         """Why ``candidate`` alone can be neither deleted nor replaced, whatever the
@@ -159,14 +179,21 @@ class WhatIf:
         with gc_paused():
             return self._what_if(candidates)
 
-    def _what_if(self, candidates: Sequence[Candidate]) -> Simulation:
+    def without(self, candidates: Sequence[Candidate]) -> Simulation:
+        """The round with ``candidates`` gone and their pods not in it: where the pods
+        already waiting would go (`karpy.disruption.reservedfirst` asks whether they would
+        take a freed slot)."""
+        with gc_paused():
+            return self._what_if(candidates, with_pods=False)
+
+    def _what_if(self, candidates: Sequence[Candidate], *, with_pods: bool = True) -> Simulation:
         base = self.base
         names = {c.name for c in candidates}
         capacity = tuple(
             attrs.evolve(n, marked_for_deletion=True) if n.name in names else n
             for n in base.cluster.capacity
         )
-        own = self._own(candidates)
+        own = self._own(candidates) if with_pods else ()
         pods = (*base.pods, *own)
         settings = self.settings
         scheduler = Scheduler(

@@ -120,7 +120,9 @@ class CommandStart:
             event_reason, message = "DisruptionRebooting", f"Draining Node to reboot: {reason}"
         else:
             event_reason, message = "DisruptionTerminating", f"Disrupting Node: {reason}"
-            if command.terminate_first:
+            if command.terminate_first and command.full_reservation:
+                message += " (terminated before its replacement: reserved capacity is full)"
+            elif command.terminate_first:
                 message += " (before its replacement: the pool has no room to make it first)"
         for candidate, _ in marked:
             for event in node_and_claim_events(candidate.name, candidate.claim, event_reason,

@@ -27,7 +27,13 @@ if TYPE_CHECKING:
     from karpy.scheduling.overlays import NodeOverlayLike
     from karpy.scheduling.templates import NodeClaimTemplate, NodePoolLike
 
-__all__ = ["PoolCandidates", "SchedulingContext", "build_context", "mark_unavailable"]
+__all__ = [
+    "PoolCandidates",
+    "SchedulingContext",
+    "assemble_context",
+    "build_context",
+    "mark_unavailable",
+]
 
 STRICT = "Strict"
 BEST_EFFORT = "BestEffort"
@@ -61,6 +67,10 @@ class SchedulingContext:
     min_values_policy: str = STRICT
     # Label domains a pod may not require labels of unless they are well-known.
     restricted_label_domains: frozenset[str] = CORE_RESTRICTED_LABEL_DOMAINS
+    # Each usable NodePool's instance types as compiled (overlays and the
+    # insufficient-capacity cache applied), skipped pools too: what `assemble_context`
+    # rebuilds a variant from (`karpy.scheduling.reservedslot`).
+    pool_types: Mapping[str, tuple[InstanceType, ...]] = attrs.field(factory=dict)
 
 
 def mark_unavailable(
@@ -118,6 +128,26 @@ def build_context(
         if overlay_list:
             types = apply_overlays(template.nodepool, template.labels, types, overlay_list)
         per_pool.append((template, types))
+    return assemble_context(
+        templates,
+        per_pool,
+        well_known_labels=CORE_WELL_KNOWN_LABELS | provider_labels,
+        restricted_label_domains=CORE_RESTRICTED_LABEL_DOMAINS | provider_restricted_domains,
+        min_values_policy=min_values_policy,
+    )
+
+
+def assemble_context(
+    templates: Mapping[str, NodeClaimTemplate],
+    per_pool: Sequence[tuple[NodeClaimTemplate, tuple[InstanceType, ...]]],
+    *,
+    well_known_labels: frozenset[str],
+    restricted_label_domains: frozenset[str],
+    min_values_policy: str = STRICT,
+) -> SchedulingContext:
+    """The context of NodePools already compiled, each with its final instance types
+    (``per_pool``, in the order the scheduler tries them): the numbering, each pool's
+    launchable types, and the topology domains."""
     index = InstanceTypeIndex(it for _, types in per_pool for it in types)
     pools: list[PoolCandidates] = []
     skipped: list[SkippedPool] = []
@@ -141,10 +171,11 @@ def build_context(
         pools=tuple(pools),
         skipped=tuple(skipped),
         templates=templates,
-        well_known_labels=CORE_WELL_KNOWN_LABELS | provider_labels,
+        well_known_labels=well_known_labels,
         domains=DomainUniverse.build(per_pool),
         min_values_policy=min_values_policy,
-        restricted_label_domains=CORE_RESTRICTED_LABEL_DOMAINS | provider_restricted_domains,
+        restricted_label_domains=restricted_label_domains,
+        pool_types={template.nodepool: types for template, types in per_pool},
     )
 
 

@@ -17,9 +17,10 @@ from karpy.base.quantity import format_resource
 from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.disruption.candidates import Candidate, find_candidates
 from karpy.disruption.explain import state_from_objects
-from karpy.disruption.simulation import Simulation, simulate
+from karpy.disruption.simulation import Simulation, WhatIf, simulate
 from karpy.rounds.contextcache import CompiledContext
 from karpy.scheduling.context import build_context
+from karpy.scheduling.instancetypes import InstanceType
 from karpy.settings import Settings
 from karpy.state.snapshot import StateSnapshot
 from tests import factories as f
@@ -76,14 +77,26 @@ def pod_on(node: str, name: str, cpu: str = "250m", memory: str = "256Mi", **kw:
 
 
 class World:
-    def __init__(self, objects: Sequence[Obj], *, settings: Settings | None = None) -> None:
+    def __init__(
+        self,
+        objects: Sequence[Obj],
+        *,
+        settings: Settings | None = None,
+        instance_types: Sequence[InstanceType] = CATALOG.instance_types,
+    ) -> None:
+        """``instance_types``: the catalog's, or a variant of it (a reserved offering)."""
         self.objects = list(objects)
         self.snapshot: StateSnapshot = state_from_objects(self.objects).snapshot()
         pools = list(self.snapshot.nodepools.values())
         labels = AWS_WELL_KNOWN_LABELS | CATALOG.well_known_labels
-        context = build_context(pools, CATALOG.instance_types, provider_labels=labels)
-        self.compiled = CompiledContext(context, TYPES, {})
+        context = build_context(pools, instance_types, provider_labels=labels)
+        self.compiled = CompiledContext(context, {it.name: it for it in instance_types}, {})
         self.settings = settings or Settings()
+
+    def what_if(self) -> WhatIf:
+        """What the controller hands a method: what-if rounds on this world."""
+        return WhatIf(self.snapshot, self.compiled, nominated={}, settings=self.settings,
+                      budget=30.0)  # fmt: skip
 
     def candidates(self) -> list[Candidate]:
         found, _ = find_candidates(self.snapshot, now=NOW, nominated=set(), types_by_name=TYPES)

@@ -49,8 +49,12 @@ class Command:
     # node): no scheduling decision, the cloud provider picks the instance type.
     template_replacements: tuple[str, ...] = ()
     # Deleted before its successor exists, as there is no room to make it first (a static
-    # pool at its node limit); the successor comes from the pool's own controller.
+    # pool at its node limit, or a full capacity reservation); the successor comes from
+    # the pool's own controller or, for a reservation, from provisioning.
     terminate_first: bool = False
+    # With terminate_first: the full capacity reservation that leaves no room
+    # (`karpy.disruption.reservedfirst`); "" for a static pool at its node limit.
+    full_reservation: str = ""
     # Written on each candidate NodeClaim with its replacements' names (node repair's
     # drain bound, `karpy.apis.labels.ANNOTATION_REPAIR_GRACE`).
     annotations: tuple[tuple[str, str], ...] = ()
@@ -76,7 +80,10 @@ class Command:
             pools = ", ".join(sorted(set(self.template_replacements)))
             what += (f" with {len(self.template_replacements)} new node(s) from the "
                      f"template of NodePool {pools}")  # fmt: skip
-        if self.terminate_first:
+        if self.terminate_first and self.full_reservation:
+            what += (f" first, its successor after (capacity reservation "
+                     f"{self.full_reservation} is full)")  # fmt: skip
+        elif self.terminate_first:
             what += " first, its successor after (no room to make it before)"
         return f"{what}: {self.reason}"
 

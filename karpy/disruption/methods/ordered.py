@@ -51,7 +51,7 @@ def methods_in_order(
         *repair,
         Emptiness(),
         StaticDrift(terminate_first=terminate_first_drift),
-        Drift(),
+        Drift(terminate_first=terminate_first_drift),
         MultiNodeConsolidation(consolidated, spot_to_spot=spot_to_spot),
         SingleNodeConsolidation(consolidated, spot_to_spot=spot_to_spot),
     )

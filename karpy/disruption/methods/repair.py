@@ -14,7 +14,9 @@ given a what-if and its replacements are made (*pre-spun*) before it is drained 
 deleted (`karpy.disruption.orchestration`); a node whose pods would find no place is
 reported (``DisruptionBlocked``) and the next is tried. A static pool's node is replaced
 one for one from the template, or, at ``limits.nodes`` with gate ``TerminateFirstRepair``,
-deleted first (`karpy.disruption.methods.staticdrift.static_replacement`).
+deleted first (`karpy.disruption.methods.staticdrift.static_replacement`); a node on a
+full capacity reservation its pods need, which no what-if can replace first, is deleted
+first too with that gate (`karpy.disruption.reservedfirst`).
 
 The policy's termination grace period travels with the decision as an annotation on the
 NodeClaim (`karpy.apis.labels.ANNOTATION_REPAIR_GRACE`), so a restarted karpy drains the
@@ -41,9 +43,11 @@ from karpy.apis.labels import (
 )
 from karpy.cloud.provider import RepairAction
 from karpy.disruption.methods.command import Command, ConsolidationType, Outcome
+from karpy.disruption.methods.drift import terminated_first
 from karpy.disruption.methods.method import DisruptionClass
 from karpy.disruption.methods.staticdrift import static_replacement
 from karpy.disruption.reboot import rebooted_at
+from karpy.disruption.reservedfirst import reserved_terminate_first
 from karpy.disruption.unhealthy import diagnose, priority_ranks, repair_score
 from karpy.durations import format_duration, from_timedelta
 
@@ -54,6 +58,7 @@ if TYPE_CHECKING:
     from karpy.base.clock import Clock
     from karpy.cloud.provider import RepairPolicy
     from karpy.disruption.candidates import Candidate
+    from karpy.disruption.methods.drift import TerminateFirst
     from karpy.disruption.simulation import Simulation, WhatIf
     from karpy.state.snapshot import StateSnapshot
 
@@ -93,10 +98,12 @@ def repair_command(  # noqa: PLR0917 - one repair decision's inputs
     now: datetime,
     *,
     terminate_first: bool = False,
+    reserved_first: TerminateFirst | None = None,
 ) -> Outcome:
     """The first unhealthy candidate in repair's order whose pool's ``Unhealthy`` budget
     allows one more disruption and whose replacement can be made (see the module
-    docstring), with its replacements."""
+    docstring), with its replacements; ``reserved_first`` is asked about one whose pods
+    would find no place (`karpy.disruption.methods.drift.terminated_first`)."""
     blocked: list[tuple[Candidate, str]] = []
     for candidate, policy in repair_order(candidates, policies, now):
         if vetoed(candidate) or budgets.get(candidate.nodepool, 0) <= 0:
@@ -125,7 +132,11 @@ def repair_command(  # noqa: PLR0917 - one repair decision's inputs
             return Outcome(_with(command, annotations), tuple(blocked))
         simulation = simulate([candidate])
         if not simulation.ok:
-            blocked.append((candidate, "; ".join(simulation.failures[:3])))
+            why = "; ".join(simulation.failures[:3])
+            first = terminated_first(candidate, DisruptionReason.UNHEALTHY, why, reserved_first)
+            if isinstance(first, Command):
+                return Outcome(_with(first, annotations), tuple(blocked))
+            blocked.append((candidate, first))
             continue
         command = Command(DisruptionReason.UNHEALTHY, ConsolidationType.DRIFT, (candidate,),
                           simulation.new_nodeclaims, annotations=annotations)  # fmt: skip
@@ -166,5 +177,9 @@ class Repair:
         self, candidates: Sequence[Candidate], budgets: dict[str, int], what_if: WhatIf
     ) -> Outcome:
         now = what_if.now if what_if.now is not None else self.clock.now()
+        reserved_first = None
+        if self.terminate_first:
+            reserved_first = lambda c: reserved_terminate_first(c, what_if)  # noqa: E731
         return repair_command(candidates, budgets, what_if, what_if.snapshot, self.policies,
-                              now, terminate_first=self.terminate_first)  # fmt: skip
+                              now, terminate_first=self.terminate_first,
+                              reserved_first=reserved_first)  # fmt: skip
