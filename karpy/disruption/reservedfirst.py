@@ -33,6 +33,7 @@ import attrs
 from karpy.apis.labels import CAPACITY_TYPE_RESERVED
 from karpy.disruption.candidates import is_marked
 from karpy.scheduling.instancetypes import RESERVATION_ID_LABEL
+from karpy.scheduling.reservedslot import in_reservation
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -109,11 +110,11 @@ def _deleting_in(snapshot: StateSnapshot, reservation: str, candidate: str) -> b
 def _only_into(plan: NodeClaimPlan, reservation: str) -> bool:
     """Could ``plan`` launch only into ``reservation`` (every available offering its
     requirements allow, on every instance type it may be, is one of the reservation's)?"""
-    return all(_of(offering, reservation) for offering in _launchable(plan))
+    return all(in_reservation(offering, reservation) for offering in _launchable(plan))
 
 
 def _could_use(plan: NodeClaimPlan, reservation: str) -> bool:
-    return any(_of(offering, reservation) for offering in _launchable(plan))
+    return any(in_reservation(offering, reservation) for offering in _launchable(plan))
 
 
 def _launchable(plan: NodeClaimPlan) -> Iterator[Offering]:
@@ -121,8 +122,3 @@ def _launchable(plan: NodeClaimPlan) -> Iterator[Offering]:
         for offering in it.offerings:
             if offering.available and offering.compatible(plan.requirements):
                 yield offering
-
-
-def _of(offering: Offering, reservation: str) -> bool:
-    reserved = offering.capacity_type == CAPACITY_TYPE_RESERVED
-    return reserved and offering.reservation_id == reservation

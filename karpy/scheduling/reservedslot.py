@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from karpy.scheduling.context import SchedulingContext
     from karpy.scheduling.instancetypes import InstanceType, Offering
 
-__all__ = ["with_one_more_slot"]
+__all__ = ["in_reservation", "with_one_more_slot"]
 
 
 def with_one_more_slot(context: SchedulingContext, reservation: str) -> SchedulingContext:
@@ -54,9 +54,9 @@ def with_one_more_slot(context: SchedulingContext, reservation: str) -> Scheduli
 
 
 def _freed(it: InstanceType, reservation: str) -> InstanceType:
-    if not any(_of(o, reservation) for o in it.offerings):
+    if not any(in_reservation(o, reservation) for o in it.offerings):
         return it
-    offerings = tuple(_one_more(o) if _of(o, reservation) else o for o in it.offerings)
+    offerings = tuple(_one_more(o) if in_reservation(o, reservation) else o for o in it.offerings)
     available = [o for o in offerings if o.available]
     requirements = it.requirements.replace(
         Requirement.new(LABEL_ZONE, IN, sorted({o.zone for o in available}))
@@ -71,6 +71,7 @@ def _one_more(offering: Offering) -> Offering:
     return attrs.evolve(offering, reservation_capacity=capacity, available=capacity > 0)
 
 
-def _of(offering: Offering, reservation: str) -> bool:
+def in_reservation(offering: Offering, reservation: str) -> bool:
+    """Is ``offering`` the capacity reservation ``reservation``'s?"""
     reserved = offering.capacity_type == CAPACITY_TYPE_RESERVED
     return reserved and offering.reservation_id == reservation

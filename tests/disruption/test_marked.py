@@ -14,8 +14,7 @@ from karpy.disruption.candidates import BlockedBy, find_candidates
 from karpy.disruption.controller import Disruption
 from karpy.settings import Settings
 from tests.disruption.deciders import Contexts
-from tests.disruption.test_repair_method import store
-from tests.disruption.world import NOW, TYPES, World, managed_node, nodepool, pod_on
+from tests.disruption.world import NOW, TYPES, World, managed_node, nodepool, pod_on, store
 from tests.fixtures.cluster import controller_world
 from tests.kube.fakeclock import FakeClock
 

@@ -39,8 +39,7 @@ from karpy.settings import Settings
 from karpy.settings.gates import FeatureGates
 from karpy.state.cluster import ClusterState
 from tests.disruption.deciders import Contexts
-from tests.disruption.world import NOW, TYPES, World, managed_node, nodepool, pod_on
-from tests.fixtures.apiserver import create_with_status
+from tests.disruption.world import NOW, TYPES, World, managed_node, nodepool, pod_on, store
 from tests.fixtures.cluster import controller_world
 from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
@@ -287,17 +286,6 @@ def marked(claims: dict[str, Obj]) -> list[str]:
     return [name for name, claim in claims.items()
             if any(c["type"] == "DisruptionReason" and c["reason"] == "Unhealthy"
                    for c in claim.get("status", {}).get("conditions", ()))]  # fmt: skip
-
-
-def store(apiserver: Any, objects: list[Obj]) -> None:
-    """``objects`` in the API server, statuses included."""
-    for obj in objects:
-        kind = {"Node": "nodes", "NodeClaim": NODECLAIMS, "Pod": "pods",
-                "NodePool": "nodepools.karpenter.sh"}[obj["kind"]]  # fmt: skip
-        if kind in ("nodes", NODECLAIMS):  # create keeps no status: the kubelet's and ours
-            create_with_status(apiserver, kind, obj)
-        else:
-            apiserver.store.create(kind, obj)
 
 
 def repairing(world: Any, objects: list[Obj], policies: Any,

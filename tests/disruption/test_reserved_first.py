@@ -22,11 +22,12 @@ from karpy.scheduling.reservedslot import with_one_more_slot
 from karpy.settings import Settings
 from tests import factories as f
 from tests.disruption.deciders import Contexts
-from tests.disruption.test_repair_method import NODECLAIMS, store
-from tests.disruption.world import CATALOG, NOW, World, managed_node, nodepool, pod_on
+from tests.disruption.world import CATALOG, NOW, World, managed_node, nodepool, pod_on, store
 from tests.fixtures.cluster import controller_world
 from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
+
+NODECLAIMS = "nodeclaims.karpenter.sh"
 
 Obj = dict[str, Any]
 TYPE = "c-2x-amd64-linux"

@@ -24,6 +24,7 @@ from karpy.scheduling.instancetypes import InstanceType
 from karpy.settings import Settings
 from karpy.state.snapshot import StateSnapshot
 from tests import factories as f
+from tests.fixtures.apiserver import create_with_status
 
 Obj = dict[str, Any]
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -109,3 +110,15 @@ class World:
     def simulate(self, chosen: Sequence[Candidate]) -> Simulation:
         return simulate(self.snapshot, self.compiled, chosen, nominated={},
                         settings=self.settings, budget=30.0)  # fmt: skip
+
+
+def store(apiserver: Any, objects: Sequence[Obj]) -> None:
+    """``objects`` (of the kinds a disruption world holds) in the API server emulator,
+    statuses included: for controller-level tests of the same worlds."""
+    for obj in objects:
+        kind = {"Node": "nodes", "NodeClaim": "nodeclaims.karpenter.sh", "Pod": "pods",
+                "NodePool": "nodepools.karpenter.sh"}[obj["kind"]]  # fmt: skip
+        if kind in ("nodes", "nodeclaims.karpenter.sh"):  # create keeps no status
+            create_with_status(apiserver, kind, obj)
+        else:
+            apiserver.store.create(kind, obj)
