@@ -21,6 +21,7 @@ from tests.e2e.cluster import (
     ApiError,
     Obj,
     all_running,
+    condition,
     deployment,
     running_karpy,
 )
@@ -302,10 +303,15 @@ def test_node_repair_replaces_unhealthy_nodes_one_at_a_time_replacement_first(
                 k["type"] == "DisruptionReason" and k["reason"] == "Unhealthy"
                 for k in (c.get("status") or {}).get("conditions") or ())]  # fmt: skip
             assert len(marked) <= 1, "the Unhealthy budget allows one repair at a time"
+            by_name = {c["metadata"]["name"]: c for c in claims}
             for claim in marked:
-                names = {c["metadata"]["name"] for c in claims}
+                # Marked first, then its replacement created: it may not exist yet. But
+                # the node goes only once its replacement is initialized.
                 wanted = claim["metadata"]["annotations"]["disruption.karpy.dev/replacements"]
-                assert set(filter(None, wanted.split(","))) <= names, "replacement first"
+                ready = all(r in by_name and condition(by_name[r], "Initialized") == "True"
+                            for r in filter(None, wanted.split(",")))  # fmt: skip
+                deleting = bool(claim["metadata"].get("deletionTimestamp"))
+                assert ready or not deleting, "replacement first"
                 seen.add(claim["metadata"]["name"])
             left = {n["metadata"]["name"] for n in api.list("nodes")} & set(nodes[:2])
             return f"{sorted(left)} still there" if left else all_running(api, 5)
