@@ -9,6 +9,7 @@ for a message without blocking on a pipe.
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import subprocess
@@ -19,14 +20,41 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 import yaml
 
+# Ports handed to a process that binds them later. A port the kernel picks (bind to 0) can
+# be picked again by anything else binding to 0 before the process binds it: with eight
+# workers starting emulators, sandboxes and moto servers that happened, and a controller
+# died of "address already in use". Ports below the kernel's ephemeral range are never
+# picked that way; each xdist worker takes its own thousand of them, in turn.
+_PORT_SLOTS: Final = 1000
+_next_slot = itertools.count()
+
+
+def _ephemeral_floor() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
 
 def free_port() -> int:
-    with socket.socket() as sock:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    floor = _ephemeral_floor()
+    base = floor - _PORT_SLOTS * (int(worker) + 1) if worker.isdigit() else 0
+    if base >= 1024:
+        for _ in range(_PORT_SLOTS):
+            port = base + next(_next_slot) % _PORT_SLOTS
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
+    with socket.socket() as sock:  # no room below the range: the kernel's choice
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
@@ -120,7 +148,9 @@ class ControllerProcess:
             if self.process.poll() is not None and not self._reader.is_alive():
                 break
             time.sleep(0.02)
-        raise AssertionError(f"{self.name}: no matching log line; saw {self.messages()}")
+        errors = [line.get("error") for line in list(self.lines) if line.get("error")]
+        raise AssertionError(f"{self.name}: no matching log line; saw {self.messages()}"
+                             + (f"; errors: {errors}" if errors else ""))  # fmt: skip
 
     def wait_for_message(self, message: str, timeout: float = 20.0) -> dict[str, Any]:
         return self.wait_for(lambda line: line.get("message") == message, timeout)
