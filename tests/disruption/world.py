@@ -24,7 +24,6 @@ from karpy.scheduling.instancetypes import InstanceType
 from karpy.settings import Settings
 from karpy.state.snapshot import StateSnapshot
 from tests import factories as f
-from tests.fixtures.apiserver import create_with_status
 
 Obj = dict[str, Any]
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -115,6 +114,10 @@ class World:
 def store(apiserver: Any, objects: Sequence[Obj]) -> None:
     """``objects`` (of the kinds a disruption world holds) in the API server emulator,
     statuses included: for controller-level tests of the same worlds."""
+    # Here, not at the top: the emulator's imports are no weight for the decision-only
+    # users of this module (the disruption benchmark measures its memory).
+    from tests.fixtures.apiserver import create_with_status
+
     for obj in objects:
         kind = {"Node": "nodes", "NodeClaim": "nodeclaims.karpenter.sh", "Pod": "pods",
                 "NodePool": "nodepools.karpenter.sh"}[obj["kind"]]  # fmt: skip
