@@ -20,10 +20,7 @@ from karpy.apis.labels import (
     ANNOTATION_REPAIR_REBOOT,
     ANNOTATION_REPLACEMENTS,
 )
-from karpy.cloud.fake import FakeCloudProvider
-from karpy.cloud.fake.catalog import embedded_catalog
 from karpy.cloud.provider import RepairAction, RepairPolicy
-from karpy.cloud.unavailable import UnavailableOfferings
 from karpy.disruption.budgets import budget_verdicts
 from karpy.disruption.candidates import find_candidates
 from karpy.disruption.controller import Disruption
@@ -31,18 +28,15 @@ from karpy.disruption.methods.command import Decision
 from karpy.disruption.methods.ordered import methods_in_order
 from karpy.disruption.methods.repair import Repair, repair_command
 from karpy.disruption.unhealthy import diagnose
-from karpy.observability.metrics import Metrics
-from karpy.operator.controllers import build_controllers
-from karpy.operator.timings import DEFAULT_TIMINGS
 from karpy.reconcile import Singleton
 from karpy.settings import Settings
 from karpy.settings.gates import FeatureGates
-from karpy.state.cluster import ClusterState
 from tests.disruption.deciders import Contexts
 from tests.disruption.world import NOW, TYPES, World, managed_node, nodepool, pod_on, store
 from tests.fixtures.cluster import controller_world
 from tests.fixtures.waiting import eventually
 from tests.kube.fakeclock import FakeClock
+from tests.operator.test_controllers import components as built_components
 
 Obj = dict[str, Any]
 NODECLAIMS = "nodeclaims.karpenter.sh"
@@ -250,18 +244,11 @@ def built(gate: bool, legacy: bool) -> tuple[list[str], bool]:
     """The controllers' names, and whether the disruption controller repairs."""
     settings = Settings(cluster_name="test", cloud_provider="fake", legacy_node_repair=legacy,
                         feature_gates=FeatureGates(node_repair=gate))  # fmt: skip
-    state, unavailable = ClusterState(), UnavailableOfferings()
-    client: Any = None  # nothing is called while the controllers are only built
-    provider = FakeCloudProvider(embedded_catalog(), client=client, state=state,
-                                 unavailable=unavailable)  # fmt: skip
-    components = build_controllers(settings, state=state, client=client, recorder=client,
-                                   provider=provider, unavailable=unavailable,
-                                   metrics=Metrics(), clock=FakeClock(),
-                                   timings=DEFAULT_TIMINGS)  # fmt: skip
+    components = built_components(settings)
     names = [str(getattr(c, "name", "")) for c in components]
-    disruption = next(c.reconciler.reconciler for c in components  # type: ignore[attr-defined]
+    disruption = next(c.reconciler.reconciler for c in components
                       if isinstance(getattr(c, "reconciler", None), Singleton)
-                      and isinstance(c.reconciler.reconciler, Disruption))  # type: ignore[attr-defined]  # fmt: skip
+                      and isinstance(c.reconciler.reconciler, Disruption))  # fmt: skip
     return names, any(isinstance(m, Repair) for m in disruption.methods)
 
 

@@ -18,17 +18,23 @@ from karpy.state.cluster import ClusterState
 from tests.kube.fakeclock import FakeClock
 
 
-def names(gate: bool) -> list[str]:
-    settings = Settings(cluster_name="test", cloud_provider="fake",
-                        feature_gates=FeatureGates(capacity_buffer=gate))  # fmt: skip
+def components(settings: Settings) -> list[Any]:
+    """The components `build_controllers` makes for ``settings`` on the fake cloud; only
+    built, never run, so no client is needed."""
     state, unavailable = ClusterState(), UnavailableOfferings()
     client: Any = None  # nothing is called while the controllers are only built
     provider = FakeCloudProvider(embedded_catalog(), client=client, state=state,
                                  unavailable=unavailable)  # fmt: skip
-    built = build_controllers(settings, state=state, client=client, recorder=client,
-                              provider=provider, unavailable=unavailable, metrics=Metrics(),
-                              clock=FakeClock(), timings=DEFAULT_TIMINGS)  # fmt: skip
-    return [str(getattr(c, "name", "")) for c in built]
+    return list(build_controllers(settings, state=state, client=client, recorder=client,
+                                  provider=provider, unavailable=unavailable,
+                                  metrics=Metrics(), clock=FakeClock(),
+                                  timings=DEFAULT_TIMINGS))  # fmt: skip
+
+
+def names(gate: bool) -> list[str]:
+    settings = Settings(cluster_name="test", cloud_provider="fake",
+                        feature_gates=FeatureGates(capacity_buffer=gate))  # fmt: skip
+    return [str(getattr(c, "name", "")) for c in components(settings)]
 
 
 @pytest.mark.parametrize("gate", [False, True])

@@ -60,29 +60,27 @@ def test_kwok_labels_are_well_known_and_the_catalog_is_built_once():
     assert embedded_catalog() is embedded_catalog()
 
 
-def test_a_catalog_file_replaces_the_embedded_one(tmp_path):
+def tiny_catalog(tmp_path, extra: str = "") -> str:
+    """A catalog file of one small instance type (``extra``: more of its fields)."""
     path = tmp_path / "catalog.yaml"
     path.write_text(
         "instanceTypes:\n"
         "  - name: tiny\n"
         "    capacity: {cpu: '2', memory: 4Gi, pods: '10'}\n"
-        "    offerings: [{zone: z1, capacityType: on-demand, price: 0.1}]\n"
+        "    offerings: [{zone: z1, capacityType: on-demand, price: 0.1}]\n" + extra
     )
-    (tiny,) = load_catalog(str(path)).instance_types
+    return str(path)
+
+
+def test_a_catalog_file_replaces_the_embedded_one(tmp_path):
+    (tiny,) = load_catalog(tiny_catalog(tmp_path)).instance_types
     assert (tiny.name, tiny.capacity["cpu"]) == ("tiny", 2000)
 
 
 def test_a_catalog_file_declares_volume_attachment_limits_and_kwok_declares_none(tmp_path):
     # As Karpenter's fake provider: limits only where an instance type is given them.
-    path = tmp_path / "catalog.yaml"
-    path.write_text(
-        "instanceTypes:\n"
-        "  - name: tiny\n"
-        "    capacity: {cpu: '2', memory: 4Gi, pods: '10'}\n"
-        "    offerings: [{zone: z1, capacityType: on-demand, price: 0.1}]\n"
-        "    volumeAttachmentLimits: {fake.csi.provider: 10}\n"
-    )
-    (tiny,) = load_catalog(str(path)).instance_types
+    limits = "    volumeAttachmentLimits: {fake.csi.provider: 10}\n"
+    (tiny,) = load_catalog(tiny_catalog(tmp_path, limits)).instance_types
     assert tiny.volume_attachment_limits == {"fake.csi.provider": 10}
     assert not any(it.volume_attachment_limits for it in embedded_catalog().instance_types)
 
