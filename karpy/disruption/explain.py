@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from karpy.apis.disruption import DisruptionReason
-from karpy.apis.labels import LABEL_NODEPOOL
+from karpy.apis.labels import ANNOTATION_DO_NOT_REPAIR, LABEL_NODEPOOL
 from karpy.disruption.balanced import Scorer, balanced_pools, pool_totals
 from karpy.disruption.budgets import budget_verdicts
 from karpy.disruption.candidates import find_candidates, is_marked
@@ -23,6 +23,7 @@ from karpy.disruption.conditions import CONSOLIDATABLE, DRIFTED
 from karpy.disruption.methods.command import ConsolidationType
 from karpy.disruption.methods.consolidation import UNDERUTILIZED_POLICIES, consolidate
 from karpy.disruption.simulation import simulate
+from karpy.disruption.unhealthy import diagnose
 from karpy.lifecycle.conditions import DISRUPTION_REASON, INITIALIZED, is_true
 from karpy.state.cluster import ClusterState
 from karpy.state.watched import CORE_WATCHED
@@ -31,10 +32,12 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from karpy.apis.nodeclaim import NodeClaim
+    from karpy.cloud.provider import RepairPolicy
     from karpy.disruption.candidates import Candidate
     from karpy.kube.informer import WatchSpec
     from karpy.rounds.contextcache import CompiledContext
     from karpy.settings import Settings
+    from karpy.state.records import NodeInfo
     from karpy.state.snapshot import StateSnapshot
 
 __all__ = ["explain_node", "state_from_objects"]
@@ -81,8 +84,10 @@ def explain_node(
     now: datetime,
     settings: Settings,
     nominated: Mapping[str, str] | None = None,
+    repair_policies: Sequence[RepairPolicy] = (),
 ) -> list[str]:
-    """Lines explaining what disruption would do with node (or NodeClaim) ``name``."""
+    """Lines explaining what disruption would do with node (or NodeClaim) ``name``;
+    with node repair's ``repair_policies``, what repair makes of the node too."""
     nominated = nominated or {}
     node = snapshot.nodes.get(name)
     claim = snapshot.claim_for_node(name) if node is not None else snapshot.nodeclaims.get(name)
@@ -103,6 +108,8 @@ def explain_node(
         lines.append(f"  being disrupted: {condition.message if condition else ''}")
         return lines
     lines += _expiration(claim, now)
+    if node is not None and repair_policies:
+        lines.append(_repair(node, claim, repair_policies, now, settings.legacy_node_repair))
     candidates, blocked = find_candidates(
         snapshot, now=now, nominated=set(nominated.values()), types_by_name=compiled.types_by_name,
         deletion_cost_managed=settings.feature_gates.pod_deletion_cost_management)  # fmt: skip
@@ -126,6 +133,30 @@ def explain_node(
         lines.append(f"  budget ({reason}): {verdict.describe()}")
     lines += _methods(snapshot, compiled, candidate, candidates, nominated, settings, now)
     return lines
+
+
+def _repair(node: NodeInfo, claim: NodeClaim, policies: Sequence[RepairPolicy],
+            now: datetime, legacy: bool) -> str:  # fmt: skip
+    """Node repair's view of the node: healthy, counting down, vetoed or due."""
+    diagnosis = diagnose(node, policies, now)
+    policy = diagnosis.policy
+    if policy is None:
+        if diagnosis.next_in is None:
+            return "  repair: healthy"
+        left = _duration(timedelta(seconds=diagnosis.next_in))
+        return f"  repair: an unhealthy condition holds; repairable in {left}"
+    vetoed = "true" in (
+        node.do_not_repair,
+        claim.metadata.annotations.get(ANNOTATION_DO_NOT_REPAIR),
+    )
+    what = (f"{policy.condition_type}={policy.condition_status} past its "
+            f"{_duration(policy.toleration)} toleration")  # fmt: skip
+    if vetoed and not legacy:
+        return f"  repair: unhealthy ({what}), vetoed by {ANNOTATION_DO_NOT_REPAIR}"
+    if legacy:
+        return f"  repair: unhealthy ({what}); legacy repair replaces it forcefully"
+    return (f"  repair: unhealthy ({what}); {policy.action} within the Unhealthy budget, "
+            "do-not-disrupt notwithstanding")  # fmt: skip
 
 
 def _expiration(claim: NodeClaim, now: datetime) -> list[str]:

@@ -18,13 +18,18 @@ import argparse
 import asyncio
 import os
 import sys
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from karpy.base.clock import SYSTEM_CLOCK
 from karpy.base.gcpause import gc_paused
 from karpy.cloud.fake import NODE_CLASSES
 from karpy.cloud.fake.catalog import embedded_catalog
-from karpy.cloud.fake.provider import RESTRICTED_LABEL_DOMAINS, well_known_labels
+from karpy.cloud.fake.provider import (
+    RESTRICTED_LABEL_DOMAINS,
+    fake_repair_policies,
+    well_known_labels,
+)
 from karpy.errors import UsageError
 from karpy.explain.pod import explain_pod
 from karpy.scheduling.catalog import CatalogError, parse_catalog
@@ -33,6 +38,9 @@ from karpy.settings import Settings
 from karpy.simulate.loader import load_catalog, load_objects
 from karpy.simulate.snapshot import SnapshotError
 from karpy.state.watched import watched
+
+if TYPE_CHECKING:
+    from karpy.cloud.provider import RepairPolicy
 
 __all__ = ["add_arguments", "run"]
 
@@ -104,9 +112,21 @@ def _run(args: argparse.Namespace) -> int:
                             provider_restricted_domains=RESTRICTED_LABEL_DOMAINS)  # fmt: skip
     compiled = CompiledContext(context, {it.name: it for it in catalog.instance_types}, {})
     lines = explain_node(snapshot, compiled, args.name, now=SYSTEM_CLOCK.now(),
-                         settings=settings)  # fmt: skip
+                         settings=settings, repair_policies=_repair_policies(settings))  # fmt: skip
     print("\n".join(lines))
     return 0 if not lines[0].endswith("no such Node or NodeClaim") else 1
+
+
+def _repair_policies(settings: Settings) -> tuple[RepairPolicy, ...]:
+    """The repair policies of the controller ``settings`` describe: none without gate
+    NodeRepair; AWS's (reason-aware, reboot with RebootForRepair) or the fake cloud's."""
+    if not settings.feature_gates.node_repair:
+        return ()
+    if settings.cloud_provider == "aws":
+        from karpy.cloud.aws.repair import repair_policies  # noqa: PLC0415 - only for AWS
+
+        return tuple(repair_policies(reboot=settings.aws_feature_gates.reboot_for_repair))
+    return fake_repair_policies(timedelta(seconds=settings.fake_repair_toleration / 1e9))
 
 
 async def _list_cluster(kubeconfig: str | None) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from karpy.cloud.provider import RepairAction, RepairPolicy
 from karpy.disruption.budgets import budget_verdicts
 from karpy.disruption.candidates import find_candidates
 from karpy.disruption.controller import Disruption
+from karpy.disruption.explain import explain_node
 from karpy.disruption.methods.command import Decision
 from karpy.disruption.methods.ordered import methods_in_order
 from karpy.disruption.methods.repair import Repair, repair_command
@@ -360,3 +361,26 @@ async def test_a_toleration_running_out_starts_a_pass_the_quiet_shortcut_would_s
         await world.settled()
         claims = {c["metadata"]["name"]: c for c in apiserver.store.list(NODECLAIMS)}
         assert marked(claims) == ["soon"]
+
+
+def test_explain_node_says_what_repair_makes_of_each_node() -> None:
+    objects = [nodepool(), *sick("due", minutes=40), *sick("soon", minutes=25),
+               *sick("kept", minutes=90, annotations={ANNOTATION_DO_NOT_REPAIR: "true"}),
+               *healthy("fine")]  # fmt: skip
+    world = World(objects)
+
+    def repair_line(name: str, **settings: Any) -> str:
+        lines = explain_node(world.snapshot, world.compiled, name, now=NOW,
+                             settings=Settings(**settings), repair_policies=POLICIES)  # fmt: skip
+        return next(line.strip() for line in lines if line.strip().startswith("repair:"))
+
+    assert repair_line("due") == ("repair: unhealthy (Ready=False past its 30m00s toleration); "
+                                  "ReplaceNode within the Unhealthy budget, do-not-disrupt "
+                                  "notwithstanding")  # fmt: skip
+    assert repair_line("soon") == "repair: an unhealthy condition holds; repairable in 5m00s"
+    assert repair_line("kept") == ("repair: unhealthy (Ready=False past its 30m00s toleration), "
+                                   "vetoed by karpenter.sh/do-not-repair")  # fmt: skip
+    assert repair_line("fine") == "repair: healthy"
+    assert repair_line("due", legacy_node_repair=True).endswith(
+        "legacy repair replaces it forcefully"
+    )

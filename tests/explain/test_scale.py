@@ -10,10 +10,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from karpy.explain import cli
+from karpy.settings import Settings
 from tests.bench.bench_explain import TARGETS, snapshot
 from tests.bench.bench_scheduling import catalog
 from tests.e2e.processes import clean_env
@@ -91,3 +93,24 @@ def test_no_garbage_collection_runs_while_a_snapshot_is_simulated(settled, capsy
     assert json.loads(capsys.readouterr().out)["nodeClaims"] is not None
     assert len(collections) <= 1, collections
     assert gc.isenabled()
+
+
+def test_explain_node_judges_repair_by_the_controllers_policies() -> None:
+    from datetime import timedelta
+
+    from karpy.cloud.provider import RepairAction
+    from karpy.settings.gates import AWSFeatureGates, FeatureGates
+
+    def policies(**settings: Any) -> Any:
+        return cli._repair_policies(Settings(**settings))
+
+    assert policies() == (), "no NodeRepair gate, no repair"
+    fake = policies(cloud_provider="fake", feature_gates=FeatureGates(node_repair=True),
+                    fake_repair_toleration=3 * 10**9)  # fmt: skip
+    assert {(p.condition_type, p.condition_status, p.toleration) for p in fake} == {
+        ("Ready", "False", timedelta(seconds=3)),
+        ("Ready", "Unknown", timedelta(seconds=3)),
+    }
+    aws = policies(cloud_provider="aws", feature_gates=FeatureGates(node_repair=True),
+                   aws_feature_gates=AWSFeatureGates(reboot_for_repair=True))  # fmt: skip
+    assert any(p.action is RepairAction.REBOOT for p in aws)

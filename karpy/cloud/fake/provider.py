@@ -69,7 +69,12 @@ if TYPE_CHECKING:
     from karpy.scheduling.instancetypes import CapacityPool, InstanceType, Offering
     from karpy.state.cluster import ClusterState
 
-__all__ = ["RESTRICTED_LABEL_DOMAINS", "FakeCloudProvider", "well_known_labels"]
+__all__ = [
+    "RESTRICTED_LABEL_DOMAINS",
+    "FakeCloudProvider",
+    "fake_repair_policies",
+    "well_known_labels",
+]
 
 log = get_logger("fake.cloud")
 
@@ -320,10 +325,7 @@ class FakeCloudProvider:
         return ""
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
-        return (
-            RepairPolicy("Ready", "False", self.repair_toleration),
-            RepairPolicy("Ready", "Unknown", self.repair_toleration),
-        )
+        return fake_repair_policies(self.repair_toleration)
 
     def controllers(self, recorder: EventRecorder) -> Sequence[Component]:
         readiness = FakeNodeClassReadiness(self.state, self.client, clock=self.clock)
@@ -338,3 +340,11 @@ class FakeCloudProvider:
                                           resync=BOOT_RESYNC, clock=self.clock,
                                           metrics=self.controller_metrics))  # fmt: skip
         return controllers
+
+
+def fake_repair_policies(toleration: timedelta) -> tuple[RepairPolicy, ...]:
+    """The fake cloud's repair policies: a node not Ready for ``toleration``."""
+    return (
+        RepairPolicy("Ready", "False", toleration),
+        RepairPolicy("Ready", "Unknown", toleration),
+    )
