@@ -168,14 +168,23 @@ async def list_instances(clients: AWSClients, cluster_name: str) -> list[Instanc
     ]
 
 
+async def _owned(
+    clients: AWSClients, instance_id: str, cluster_name: str, action: str
+) -> dict[str, Any]:
+    """The instance as EC2 describes it, read before acting on it: `NodeClaimNotFound`
+    (and a warning) when it is not karpy's for ``cluster_name``, whatever asked."""
+    raw = await describe_instance(clients, instance_id)
+    if not is_owned_instance(tags_of(raw.get("Tags")), cluster_name):
+        log.warning(f"refused to {action} instance: not karpy's", instance=instance_id,
+                    cluster=cluster_name)  # fmt: skip
+        raise NodeClaimNotFound(f"instance {instance_id} is not karpy's for {cluster_name}")
+    return raw
+
+
 async def terminate_instance(clients: AWSClients, instance_id: str, *, cluster_name: str) -> None:
     """Begin terminating the instance (nothing to do when it is already shutting down);
     `NodeClaimNotFound` when it is gone or is not karpy's for ``cluster_name``."""
-    raw = await describe_instance(clients, instance_id)
-    if not is_owned_instance(tags_of(raw.get("Tags")), cluster_name):
-        log.warning("refused to terminate instance: not karpy's", instance=instance_id,
-                    cluster=cluster_name)  # fmt: skip
-        raise NodeClaimNotFound(f"instance {instance_id} is not karpy's for {cluster_name}")
+    raw = await _owned(clients, instance_id, cluster_name, "terminate")
     if (raw.get("State") or {}).get("Name") == "shutting-down":
         return
     ec2 = await clients.ec2()
@@ -191,11 +200,7 @@ async def reboot_instance(clients: AWSClients, instance_id: str, *, cluster_name
     """Ask EC2 to reboot the instance (RebootInstances: the operating system restarts on the
     same host, keeping its disks and IPs); `NodeClaimNotFound` when it is gone, shutting
     down, or not karpy's for ``cluster_name``."""
-    raw = await describe_instance(clients, instance_id)
-    if not is_owned_instance(tags_of(raw.get("Tags")), cluster_name):
-        log.warning("refused to reboot instance: not karpy's", instance=instance_id,
-                    cluster=cluster_name)  # fmt: skip
-        raise NodeClaimNotFound(f"instance {instance_id} is not karpy's for {cluster_name}")
+    raw = await _owned(clients, instance_id, cluster_name, "reboot")
     if (raw.get("State") or {}).get("Name") in ("shutting-down", "terminated"):
         raise NodeClaimNotFound(f"instance {instance_id} is terminating")
     ec2 = await clients.ec2()
