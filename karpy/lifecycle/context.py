@@ -18,7 +18,7 @@ from karpy.kube.resources import NODECLAIMS
 from karpy.lifecycle import conditions
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Awaitable, Callable, Iterable, Mapping
 
     from karpy.apis.conditions import ConditionUpdate
     from karpy.base.clock import Clock
@@ -44,6 +44,9 @@ class Lifecycle:
     # NodeClaim name -> the pods the provisioner nominated to it (keys), for the Events
     # that tell them their capacity failed to launch; none when not wired.
     nominated: Callable[[str], Iterable[str]] | None = None
+    # (NodeClaim name, its Node's name) -> name the Node on the pods nominated to the
+    # NodeClaim (status.nominatedNodeName), before registration lets the node take pods.
+    name_nominated: Callable[[str, str], Awaitable[int]] | None = None
 
     async def set_conditions(
         self,

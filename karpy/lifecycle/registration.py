@@ -63,6 +63,10 @@ async def register(ctx: Lifecycle, claim: NodeClaim) -> NodeClaim:
             claim,
             ConditionUpdate.unknown(REGISTERED, "NodeNotFound", "Node not registered with cluster"),
         )
+    if ctx.name_nominated is not None:
+        # Before the node can take pods: kube-scheduler then binds each pod planned for it
+        # here, and keeps their room from the others (NOMINATED_NODE_NAMES).
+        await ctx.name_nominated(claim.name, node.name)
     patch = sync_patch(claim, node)
     ready_now = not_initialized_because(claim, node, synced_taints(claim, node)) is None
     if ready_now:

@@ -336,6 +336,17 @@ class KarpenterMetrics:
             self.nominations_ended.labels(outcome)
         for plan in ("first", "replanned"):
             self.provisioning_nodeclaims.labels(plan)
+        self.nominated_node_names = Counter(
+            "karpy_nominated_node_names_total",
+            "Writes of pods' status.nominatedNodeName (NOMINATED_NODE_NAMES), by action (set, "
+            "cleared) and result (written; conflict: the pod changed or carries another "
+            "component's nomination; gone: the pod was deleted).",
+            ["action", "result"],
+            registry=r,
+        )
+        for action in ("set", "cleared"):
+            for result in ("written", "conflict", "gone"):
+                self.nominated_node_names.labels(action, result)
         self.events_sent = Counter(
             "karpy_events_sent_total", "Kubernetes Events written, by reason.", ["reason"],
             registry=r,

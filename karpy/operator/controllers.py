@@ -57,6 +57,7 @@ from karpy.nodepools.hash import NodePoolHash
 from karpy.nodepools.readiness import NodePoolReadiness
 from karpy.provisioning.capacitybuffers import RESYNC as BUFFER_RESYNC
 from karpy.provisioning.capacitybuffers import CapacityBuffers
+from karpy.provisioning.nodenames import NominatedNodeNames
 from karpy.provisioning.provisioner import Provisioner
 from karpy.reconcile import UNIT, BatchingSource, Controller, Singleton
 from karpy.rounds.buffers import BufferPods
@@ -97,7 +98,10 @@ def build_controllers(
     metrics: Metrics,
     clock: Clock,
     timings: RuntimeTimings,
+    hint_client: KubeClient | None = None,
 ) -> list[Component]:
+    """The controllers (writers) of one process. ``hint_client``: the client, with a
+    request budget of its own, for pods' nominatedNodeName (the main one without)."""
     karpenter = metrics.karpenter
     cm = metrics.controllers
 
@@ -117,9 +121,13 @@ def build_controllers(
     repair_policies = None
     if settings.feature_gates.node_repair and not settings.legacy_node_repair:
         repair_policies = provider.repair_policies()
+    # status.nominatedNodeName on planned pods, written with its own request budget.
+    hints = None
+    if settings.nominated_node_names:
+        hints = NominatedNodeNames(hint_client or client, metrics=karpenter)
     provisioner = Provisioner(state, client, provider, recorder, settings,
                               unavailable=unavailable, metrics=karpenter, clock=clock,
-                              contexts=contexts, buffers=buffers)  # fmt: skip
+                              contexts=contexts, buffers=buffers, hints=hints)  # fmt: skip
     disruption_conditions = NodeClaimDisruptionConditions(state, client, provider, clock=clock)
     # Pod events on a NodeClaim's node are noted as they happen, for lastPodEventTime.
     state.subscribe(disruption_conditions.pod_events_observed)
@@ -135,9 +143,11 @@ def build_controllers(
     provisioning = Controller(Singleton(provisioner), state, resync=PENDING_RESYNC,
                               sources=[batching], clock=clock, metrics=cm)  # fmt: skip
     lifecycle = Lifecycle(state, client, provider, recorder, unavailable, clock, karpenter,
-                          nominated=provisioner.nominations.pods_for)  # fmt: skip
+                          nominated=provisioner.nominations.pods_for,
+                          name_nominated=provisioner.name_nominated if hints else None)  # fmt: skip
     components: list[Component] = [
         recorder,
+        *([hints] if hints is not None else []),
         provisioning,
         controller(NodeClaimLifecycle(lifecycle), workers=LIFECYCLE_WORKERS, resync=SLOW_RESYNC,
                    base_delay=1.0, max_delay=60.0),  # Karpenter's launch backoff: 1 s .. 1 min

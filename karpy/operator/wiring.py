@@ -123,10 +123,17 @@ class Runtime:
         ))  # fmt: skip
         self.provider = MeteredCloudProvider(provider, self.metrics.karpenter,
                                              write_gate=self.write_gate)  # fmt: skip
+        # Pods' nominatedNodeName too (one per planned pod): a 40,000-pod scale-up's hints
+        # must not hold up its launches.
+        hint_client = KubeClient(
+            self.transport, name="nominations", metrics=self.metrics,
+            limiter=TokenBucket(settings.kube_client_qps, settings.kube_client_burst),
+            write_gate=self.write_gate,
+        )  # fmt: skip
         writers: list[Component] = build_controllers(
             settings, state=self.state, client=self.client, recorder=recorder,
             provider=self.provider, unavailable=self.unavailable, metrics=self.metrics,
-            clock=SYSTEM_CLOCK, timings=timings,
+            clock=SYSTEM_CLOCK, timings=timings, hint_client=hint_client,
         )  # fmt: skip
         self.coexistence = KarpenterWatch(
             self.client, coexist=settings.coexist_with_karpenter,

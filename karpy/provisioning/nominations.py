@@ -85,6 +85,8 @@ class Nominations:
     def __init__(self, window: float = DEFAULT_WINDOW) -> None:
         self.window = window
         self._by_pod: dict[str, Nomination] = {}  # pod key (namespace/name) -> nomination
+        # target -> its pods: registration asks for one NodeClaim's pods among 40,000
+        self._by_target: dict[str, set[str]] = {}
 
     def __len__(self) -> int:
         return len(self._by_pod)
@@ -92,14 +94,25 @@ class Nominations:
     def nominate(self, pods: Iterable[str], target: str, now: float) -> None:
         nomination = Nomination(target, now)
         for pod in pods:
+            self._drop(pod)
             self._by_pod[pod] = nomination
+            self._by_target.setdefault(target, set()).add(pod)
 
     def get(self, pod: str) -> Nomination | None:
         return self._by_pod.get(pod)
 
     def pods_for(self, target: str) -> list[str]:
         """The pods nominated to ``target`` (a NodeClaim or node name), by key."""
-        return sorted(pod for pod, n in self._by_pod.items() if n.target == target)
+        return sorted(self._by_target.get(target, ()))
+
+    def _drop(self, pod: str) -> None:
+        old = self._by_pod.pop(pod, None)
+        if old is not None:
+            pods = self._by_target.get(old.target)
+            if pods is not None:
+                pods.discard(pod)
+                if not pods:
+                    del self._by_target[old.target]
 
     def prune(
         self,
@@ -124,7 +137,7 @@ class Nominations:
             else:
                 ended[pod] = outcome
         for pod in ended:
-            del self._by_pod[pod]
+            self._drop(pod)
         return Pruned(live, ended)
 
     def _outcome(

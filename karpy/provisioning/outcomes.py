@@ -31,10 +31,10 @@ from karpy.log import get_logger
 from karpy.provisioning.nominations import GONE, TargetState
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Container, Iterable
+    from collections.abc import Callable, Container, Iterable, Mapping
 
     from karpy.observability.karpenter_metrics import KarpenterMetrics
-    from karpy.provisioning.nominations import Nominations
+    from karpy.provisioning.nominations import Ended, Nominations
     from karpy.scheduling.pods import Pod
     from karpy.state.snapshot import StateSnapshot
 
@@ -64,11 +64,13 @@ class NominationOutcomes:
         *,
         fits: Callable[[str, str], bool] | None = None,
         in_flight: Container[str] = (),
+        on_ended: Callable[[Mapping[str, Ended]], None] | None = None,
     ) -> dict[str, str]:
         """End the nominations that ended in ``snapshot`` and count them; the rest, pod
         key -> target. ``fits`` is `Nominations.prune`'s (can the pod still go on its
         initialized target?); ``in_flight`` names NodeClaims created that the informer has
-        not delivered yet (they exist, uninitialized)."""
+        not delivered yet (they exist, uninitialized); ``on_ended`` is told how each
+        nomination that ended did."""
         states: dict[str, TargetState] = {}  # many pods share a target: read it once
 
         def state_of(target: str) -> TargetState:
@@ -83,6 +85,8 @@ class NominationOutcomes:
                 self._replanned.add(pod)
         for pod in [p for p in self._replanned if pod_node(snapshot, p) != ""]:
             self._replanned.discard(pod)  # bound or gone: nothing left to plan for it
+        if pruned.ended and on_ended is not None:
+            on_ended(pruned.ended)
         if pruned.ended:
             counts = Counter(pruned.ended.values())
             if self.metrics is not None:

@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from karpy.kube.client import KubeClient
     from karpy.kube.events import EventRecorder
     from karpy.observability.karpenter_metrics import KarpenterMetrics
+    from karpy.provisioning.nodenames import NominatedNodeNames
     from karpy.rounds.buffers import BufferPods
     from karpy.rounds.contextcache import CompiledContext
     from karpy.scheduling.pods import Pod
@@ -122,11 +123,14 @@ class Provisioner:
         nominations: Nominations | None = None,
         contexts: ContextCache | None = None,
         buffers: BufferPods | None = None,
+        hints: NominatedNodeNames | None = None,
     ) -> None:
         """``contexts`` is the compiled-context cache, shared with disruption by the
         operator; without one the provisioner builds its own. ``buffers``: the
-        CapacityBuffer placeholders (with the gate on)."""
+        CapacityBuffer placeholders (with the gate on). ``hints`` writes the pods'
+        ``status.nominatedNodeName`` (``NOMINATED_NODE_NAMES``)."""
         self.buffers = buffers
+        self.hints = hints
         self.state = state
         self.client = client
         self.provider = provider
@@ -204,7 +208,12 @@ class Provisioner:
         # While nominations are held a round runs too, if only to end them: the last
         # pods of a scale-up are bound when nothing is pending any more, and their
         # outcomes would otherwise go uncounted (and their nominations kept) until then.
-        return bool(snapshot.pending) or len(self.nominations) > 0 or bool(self._placeholders())
+        return (
+            bool(snapshot.pending)
+            or len(self.nominations) > 0
+            or bool(self._placeholders())
+            or (self.hints is not None and self.hints.adoptable(snapshot, self.nominations))
+        )
 
     def _placeholders(self) -> tuple[Pod, ...]:
         return self.buffers.pods() if self.buffers is not None else ()
@@ -292,7 +301,7 @@ class Provisioner:
             if target not in free:
                 free[target] = _free_on(snapshot, target)
             room = free[target]
-            info = snapshot.pending.get(pod_key)
+            info = snapshot.pods.get(pod_key)  # pending, or carrying our nominatedNodeName
             if room is None or info is None:
                 return True
             if not resource_fits(info.pod.requests, room):
@@ -302,8 +311,17 @@ class Provisioner:
             bound = (i.pod for i in snapshot.pods_on(node_name))
             return not shut_out_by_anti_affinity(info.pod, node.node.labels, bound)
 
-        return self.outcomes.prune(self.nominations, snapshot, now, fits=fits,
-                                   in_flight=self._created)  # fmt: skip
+        hints = self.hints
+        if hints is None:
+            return self.outcomes.prune(self.nominations, snapshot, now, fits=fits,
+                                       in_flight=self._created)  # fmt: skip
+        if self.state.synced():
+            hints.adopt(snapshot, self.nominations, now)
+        live = self.outcomes.prune(self.nominations, snapshot, now, fits=fits,
+                                   in_flight=self._created,
+                                   on_ended=lambda ended: hints.ended(ended, snapshot))  # fmt: skip
+        hints.sweep(live, snapshot)
+        return live
 
     def _nominate(self, pods: Sequence[Pod], target: str, kind: str) -> None:
         # Placeholders hold room by being scheduled each round, not by nominations (which
@@ -315,6 +333,22 @@ class Provisioner:
             self._decided(pod.key)
             self.recorder.publish(Event(_pod_ref(pod), "Normal", "Nominated", message,
                                         dedupe_values=(pod.uid, target)))  # fmt: skip
+        if self.hints is not None:
+            # A target whose node exists can be named at once; a NodeClaim still on its way
+            # is named by registration, before its node can take pods (`name_nominated`).
+            snapshot = self.state.snapshot()
+            node = target if target in snapshot.nodes else snapshot.node_of_claim.get(target)
+            if node:
+                self.hints.set_later(node, _infos(snapshot, (p.key for p in pods)))
+
+    async def name_nominated(self, claim: str, node: str) -> int:
+        """Write ``node`` as the nominatedNodeName of the pods nominated to NodeClaim
+        ``claim`` (registration calls it before it lifts the node's unregistered taint);
+        how many were written."""
+        if self.hints is None:
+            return 0
+        snapshot = self.state.snapshot()
+        return await self.hints.set(node, _infos(snapshot, self.nominations.pods_for(claim)))
 
     def _nominate_existing(self, results: Results, snapshot: StateSnapshot) -> None:
         for placement in results.existing_nodes:
@@ -582,3 +616,8 @@ def _free_on(snapshot: StateSnapshot, target: str) -> dict[str, int] | None:
             for resource, value in info.pod.requests.items():
                 free[resource] = free.get(resource, 0) - value
     return free
+
+
+def _infos(snapshot: StateSnapshot, keys: Iterable[str]) -> list[PodInfo]:
+    """The pods of ``keys`` that ``snapshot`` holds."""
+    return [info for key in keys if (info := snapshot.pods.get(key)) is not None]

@@ -200,6 +200,18 @@ class Pod:
         )
 
     @property
+    def is_named_elsewhere(self) -> bool:
+        """As provisionable but for a ``nominatedNodeName``: kube-scheduler found no node
+        and it carries someone's nomination (a preemption, or karpy's own hint)."""
+        return (
+            self.unschedulable_condition
+            and not self.node_name
+            and bool(self.nominated_node_name)
+            and not self.is_daemonset_pod
+            and not self.is_static_pod
+        )
+
+    @property
     def has_anti_affinity(self) -> bool:
         return bool(self.required_anti_affinity or self.preferred_anti_affinity)
 

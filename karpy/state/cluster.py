@@ -114,6 +114,7 @@ class ClusterState:
         self._unreadable: dict[str, Map[str, UnreadableObject]] = {}
         self._pods_by_node: Map[str, Map[str, PodInfo]] = EMPTY
         self._pending: Map[str, PodInfo] = EMPTY
+        self._named: Map[str, PodInfo] = EMPTY  # unschedulable pods with a nominatedNodeName
         self._node_by_provider: Map[str, str] = EMPTY
         self._claims_by_pool: Map[str, Map[str, NodeClaim]] = EMPTY
         self._claim_by_provider: Map[str, str] = EMPTY
@@ -187,11 +188,15 @@ class ClusterState:
                 self._pods_by_node = _drop(self._pods_by_node, old.pod.node_name, key)
             if old.provisionable and (new is None or not new.provisionable):
                 self._pending = self._pending.delete(key)
+            if old.named and (new is None or not new.named):
+                self._named = self._named.delete(key)
         if new is not None:
             if new.pod.node_name:
                 self._pods_by_node = _put(self._pods_by_node, new.pod.node_name, key, new)
             if new.provisionable:
                 self._pending = self._pending.set(key, new)
+            if new.named:
+                self._named = self._named.set(key, new)
 
     def _index_node(self, change: StateChange[Any]) -> None:
         old: NodeInfo | None = change.old
@@ -276,6 +281,7 @@ class ClusterState:
                 objects=dict(self._objects),
                 pods_by_node=self._pods_by_node,
                 pending=self._pending,
+                named=self._named,
                 node_by_provider_id=self._node_by_provider,
                 claims_by_nodepool=self._claims_by_pool,
                 claim_by_provider_id=self._claim_by_provider,

@@ -151,6 +151,11 @@ class PodInfo:
         Unschedulable), unbound, not nominated, not a DaemonSet or static pod."""
         return self.pod.is_provisionable and self.pod.is_active
 
+    @property
+    def named(self) -> bool:
+        """Would be provisionable but carries a nominatedNodeName (`Pod.is_named_elsewhere`)."""
+        return self.pod.is_named_elsewhere and self.pod.is_active
+
 
 def pod_info(data: Mapping[str, Any]) -> PodInfo:
     meta = data.get("metadata") or {}

@@ -33,8 +33,8 @@ from tests import factories as f
 from tests.fixtures.apiserver import REPO_CRDS
 from tests.fixtures.cluster import EXAMPLE_NODECLASS, World, controller_world
 from tests.kube.fakeclock import FakeClock
-from tests.provisioning.test_replanning import INSTANCE_TYPE, NODECLAIMS
-from tests.provisioning.test_replanning import Cluster as ReplanningCluster
+from tests.provisioning.world import INSTANCE_TYPE, NODECLAIMS
+from tests.provisioning.world import Cluster as ReplanningCluster
 
 BUFFERS = "capacitybuffers.autoscaling.x-k8s.io"
 CHUNK = {"cpu": "1200m"}

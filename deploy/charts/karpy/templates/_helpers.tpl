@@ -187,6 +187,7 @@ it has one. Variables named in controller.env are left to it.
 {{- $known := list "reservedCapacity" "spotToSpotConsolidation" "nodeRepair" "nodeOverlay" "staticCapacity" "capacityBuffer" "terminateFirstDrift" "terminateFirstRepair" "podDeletionCostManagement" }}
 {{- include "karpy.envVar" (dict "root" $root "name" "FEATURE_GATES" "value" (include "karpy.gates" (dict "gates" $s.featureGates "known" $known))) }}
 {{- include "karpy.envVar" (dict "root" $root "name" "LEGACY_NODE_REPAIR" "value" $s.legacyNodeRepair) }}
+{{- include "karpy.envVar" (dict "root" $root "name" "NOMINATED_NODE_NAMES" "value" $s.nominatedNodeNames) }}
 {{- include "karpy.envVar" (dict "root" $root "name" "AWS_FEATURE_GATES" "value" (include "karpy.gates" (dict "gates" $s.awsFeatureGates "known" (list "nodeClassCEL" "rebootForRepair")))) }}
 {{- include "karpy.envVar" (dict "root" $root "name" "BATCH_MAX_DURATION" "value" $s.batchMaxDuration) }}
 {{- include "karpy.envVar" (dict "root" $root "name" "BATCH_IDLE_DURATION" "value" $s.batchIdleDuration) }}

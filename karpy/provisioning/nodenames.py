@@ -1,0 +1,228 @@
+"""Telling kube-scheduler where each pod was planned: ``status.nominatedNodeName``.
+
+kube-scheduler places a pending pod by its own scoring (LeastAllocated by default: the
+emptiest node that fits), and so mostly on a node karpy planned for other pods. Pods of
+different sizes then fragment the room, and a quarter of a 40,000-pod scale-up's
+NodeClaims were bought again for pods placed elsewhere ([scale.md]). Since Kubernetes 1.35
+(KEP-5278, ``NominatedNodeNameForExpectation``, beta and on by default) a component other
+than the scheduler may set a pending pod's ``nominatedNodeName`` to say where it expects
+the pod to go. kube-scheduler then:
+
+* tries that node first, and binds the pod there without scoring when it fits;
+* keeps the room of nominated pods on their node against pods of equal or lower priority;
+* never clears the field itself (kube-apiserver clears it when the pod is bound).
+
+What karpy does with it (`NominatedNodeNames`):
+
+* **Set** it, on each pod nominated to a NodeClaim, once the NodeClaim's Node exists and
+  before registration lifts its ``karpenter.sh/unregistered`` taint (so the pods are named
+  before the node can take any pod); on pods nominated to a node that exists, at once.
+  Only where the field is empty (a component never overwrites another's nomination), with
+  the pod's resourceVersion: a pod that changed meanwhile answers 409 and is left.
+* **Clear** what it set when its nomination ends with the pod still unbound (no room left,
+  expired, target gone): the pod is planned again, and a hint karpy no longer stands by
+  must not keep room for it. The clear carries the resourceVersion too, so a value another
+  component wrote meanwhile is never removed.
+* **Take back** what karpy does not remember: an unschedulable pod whose field names a
+  node of a karpy NodeClaim but which karpy holds no nomination for (set before a restart,
+  or a write that landed after its nomination ended) is nominated to that NodeClaim again
+  (`adopt`, each round), so its hint ends the same way. Such pods keep a round due.
+
+The writes have a token bucket of their own (``KUBE_CLIENT_QPS``, as Events have): a
+40,000-pod scale-up's hints must not hold up a launch. Pods carrying the field are, as in
+Karpenter, not provisionable (``Pod.is_provisionable``): until karpy clears a hint it set,
+the pod is left to kube-scheduler.
+
+kube-scheduler before 1.35 (or with the gate off) reads the field as a preemption in
+progress: it still tries the node first, but clears the field after a failed attempt;
+karpy sets it once per nomination and does not fight that. ``NOMINATED_NODE_NAMES=false``
+turns all of this off.
+
+[scale.md]: ../../docs/scale.md
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Final
+
+from karpy.errors import ExpectedError, KarpyError
+from karpy.kube.errors import Conflict, NotFound
+from karpy.kube.resources import PODS
+from karpy.log import describe_error, get_logger
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from karpy.kube.client import KubeClient
+    from karpy.observability.karpenter_metrics import KarpenterMetrics
+    from karpy.provisioning.nominations import Ended, Nominations
+    from karpy.state.records import PodInfo
+    from karpy.state.snapshot import StateSnapshot
+
+__all__ = ["CONCURRENCY", "NominatedNodeNames"]
+
+log = get_logger("provisioner")
+
+CONCURRENCY: Final = 32  # hint writes in flight at once
+
+
+class NominatedNodeNames:
+    """Sets and clears pods' ``status.nominatedNodeName`` (see the module docstring).
+
+    A `karpy.base.component.Component`: the writes not waited for (`set_later`,
+    `sweep`, `ended`) run on its own tasks while it runs."""
+
+    name = "nominated-node-names"
+
+    def __init__(self, client: KubeClient, *, metrics: KarpenterMetrics | None = None) -> None:
+        self.client = client
+        self.metrics = metrics
+        self._set: dict[str, str] = {}  # pod key -> the node karpy set (or took back)
+        self._slots = asyncio.Semaphore(CONCURRENCY)
+        self._queue: asyncio.Queue[tuple[str, PodInfo]] = asyncio.Queue()
+
+    # --- the component ---------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        workers = [asyncio.create_task(self._work()) for _ in range(CONCURRENCY)]
+        try:
+            await stop.wait()
+        finally:
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    async def _work(self) -> None:
+        while True:
+            node, pod = await self._queue.get()
+            try:
+                if node:
+                    await self._write_set(node, pod)
+                else:
+                    await self._write_clear(pod)
+            except KarpyError as exc:  # writes stopped (the lease was lost): so are the rest
+                log.debug("nominatedNodeName not written", pod=pod.key, error=describe_error(exc))
+
+    # --- setting ---------------------------------------------------------------------
+
+    async def set(self, node: str, pods: Iterable[PodInfo]) -> int:
+        """Name ``node`` on each of ``pods`` that is unbound, active and carries no
+        nomination; how many were written. Waits for the writes."""
+        todo = [p for p in pods if self._wants(node, p)]
+        results = await asyncio.gather(*(self._write_set(node, p) for p in todo))
+        return sum(results)
+
+    def set_later(self, node: str, pods: Iterable[PodInfo]) -> None:
+        """As `set`, on the component's tasks."""
+        for pod in pods:
+            if self._wants(node, pod):
+                self._set[pod.key] = node  # claimed now: a second ask does not queue it twice
+                self._queue.put_nowait((node, pod))
+
+    def sweep(self, live: Mapping[str, str], snapshot: StateSnapshot) -> int:
+        """Level-triggered catch-up, each round: name the node of every live nomination
+        (pod key -> target) whose target has one and whose pod carries no nomination yet
+        (a write that met a conflict, a NodeClaim registered before this process took
+        over); how many writes were queued. A name karpy wrote once for a nomination is
+        not written again (an older kube-scheduler clears it, and karpy does not fight
+        that)."""
+        queued = 0
+        for key, target in live.items():
+            node = target if target in snapshot.nodes else snapshot.node_of_claim.get(target)
+            if not node or self._set.get(key) == node:
+                continue
+            pod = snapshot.pods.get(key)
+            if pod is not None and self._wants(node, pod):
+                self._set[key] = node
+                self._queue.put_nowait((node, pod))
+                queued += 1
+        return queued
+
+    def _wants(self, node: str, pod: PodInfo) -> bool:
+        """Should ``pod`` be named ``node`` now? Not when bound or finished, not when it
+        carries a nomination (another component's, or ours whose echo came back), not when
+        our write of that very name is already on its way."""
+        if pod.pod.node_name or not pod.pod.is_active or pod.pod.nominated_node_name:
+            return False
+        return self._set.get(pod.key) != node
+
+    async def _write_set(self, node: str, pod: PodInfo) -> bool:
+        self._set[pod.key] = node
+        patch = {"metadata": {"resourceVersion": pod.resource_version},
+                 "status": {"nominatedNodeName": node}}  # fmt: skip
+        result = await self._patch(pod, patch)
+        self._count("set", result)
+        if result != "written":
+            self._set.pop(pod.key, None)
+        return result == "written"
+
+    # --- clearing --------------------------------------------------------------------
+
+    def ended(self, ended: Mapping[str, Ended], snapshot: StateSnapshot) -> None:
+        """Nominations that ended: clear the hints karpy set on pods still unbound."""
+        for key, outcome in ended.items():
+            node = self._set.pop(key, None)
+            if node is None or not outcome.still_pending:
+                continue
+            pod = snapshot.pods.get(key)
+            if pod is not None and pod.pod.nominated_node_name == node and not pod.pod.node_name:
+                self._queue.put_nowait(("", pod))
+
+    async def _write_clear(self, pod: PodInfo) -> None:
+        patch = {"metadata": {"resourceVersion": pod.resource_version},
+                 "status": {"nominatedNodeName": None}}  # fmt: skip
+        self._count("cleared", await self._patch(pod, patch))
+
+    # --- names karpy does not remember ------------------------------------------------
+
+    def adopt(self, snapshot: StateSnapshot, nominations: Nominations, now: float) -> int:
+        """Each round: nominate again every unschedulable, unbound pod whose name is a node
+        of a karpy NodeClaim but which karpy holds no nomination for (set before a restart,
+        or a write that landed after its nomination ended), so that name ends as karpy's
+        names end; how many. Names of other nodes are someone else's (a preemption)."""
+        adopted = 0
+        for key, info in snapshot.named.items():
+            if nominations.get(key) is not None:
+                continue
+            node = info.pod.nominated_node_name
+            claim = snapshot.claim_for_node(node) if node in snapshot.nodes else None
+            if claim is None or claim.metadata.deletion_timestamp is not None:
+                continue
+            nominations.nominate((key,), claim.name, now)
+            self._set[key] = node
+            adopted += 1
+        if adopted:
+            log.info("took back nominations from pods' nominatedNodeName", pods=adopted)
+        return adopted
+
+    @staticmethod
+    def adoptable(snapshot: StateSnapshot, nominations: Nominations) -> bool:
+        """Is there a pod `adopt` would take (so a round is due)?"""
+        return any(
+            nominations.get(key) is None
+            and (node := info.pod.nominated_node_name) in snapshot.nodes
+            and snapshot.claim_for_node(node) is not None
+            for key, info in snapshot.named.items()
+        )
+
+    # --- one write ---------------------------------------------------------------------
+
+    async def _patch(self, pod: PodInfo, patch: Mapping[str, object]) -> str:
+        async with self._slots:
+            try:
+                await self.client.patch_status(PODS, pod.pod.name, patch,
+                                               namespace=pod.pod.namespace)  # fmt: skip
+            except NotFound:
+                return "gone"
+            except Conflict:
+                return "conflict"
+            except ExpectedError as exc:
+                log.warning("could not write nominatedNodeName", pod=pod.key,
+                            error=describe_error(exc))  # fmt: skip
+                return "conflict"
+        return "written"
+
+    def _count(self, action: str, result: str) -> None:
+        if self.metrics is not None:
+            self.metrics.nominated_node_names.labels(action, result).inc()
