@@ -120,8 +120,9 @@ def _not_considered(pod: Pod) -> str:
         return "a static pod: its node's kubelet runs it"
     if pod.nominated_node_name:
         return (
-            f"kube-scheduler nominated it to node {pod.nominated_node_name} (it waits for "
-            "room there, usually a preemption)"
+            f"it is nominated to node {pod.nominated_node_name} (status.nominatedNodeName: "
+            "karpy's plan for it, or a preemption kube-scheduler started); it waits for "
+            "room there"
         )
     if not pod.unschedulable_condition:
         return (

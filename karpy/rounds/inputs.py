@@ -147,6 +147,12 @@ def build_round_input(
             continue
         nominated_count += 1
         bound.append(attrs.evolve(info.pod, node_name=node_of_target.get(target, target)))
+    # Pods that carry karpy's own nominatedNodeName are not pending, but take their room.
+    for key, info in snapshot.named.items():
+        target = nominated.get(key)
+        if target is not None:
+            nominated_count += 1
+            bound.append(attrs.evolve(info.pod, node_name=node_of_target.get(target, target)))
 
     deleting = {n.name for n in capacity if n.marked_for_deletion and n.has_node}
     budgets = [b.budget for b in snapshot.budgets.values()]

@@ -76,7 +76,7 @@ def test_pods_karpy_does_not_place_say_who_does() -> None:
          "controller": True}]})  # fmt: skip
     cases = {
         "shop/bound": "karpy: does not place it: it is bound to node worker-1",
-        "shop/waiting": "kube-scheduler nominated it to node worker-2",
+        "shop/waiting": "it is nominated to node worker-2",
         "shop/fresh": "kube-scheduler has not marked it Unschedulable (yet)",
         "shop/agent-x": "a DaemonSet pod: its DaemonSet places it",
     }

@@ -85,6 +85,23 @@ async def test_a_pod_planned_onto_a_node_that_exists_is_named_at_once(apiserver)
         await eventually(lambda: nominated_node_name(c, "x") == node)
 
 
+async def test_a_named_pod_still_takes_its_room_in_the_next_round(apiserver):
+    async with cluster(apiserver, hints=True) as c:
+        c.pending_pod("x")  # one per node
+        await c.round()
+        (claim,) = c.claims()
+        node = c.initialize(claim)
+        await c.round()
+        await eventually(lambda: nominated_node_name(c, "x") == node)
+        await c.world.settled()
+
+        c.pending_pod("y")
+        await c.round()
+        assert c.nominated_to("x") == claim
+        (other,) = [name for name in c.claims() if name != claim]
+        assert c.nominated_to("y") == other, "x's room on its node is taken"
+
+
 async def test_another_components_nomination_is_never_overwritten(apiserver):
     async with cluster(apiserver, hints=True) as c:
         c.pending_pod("x", requests={"cpu": "500m"})
