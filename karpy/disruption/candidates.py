@@ -6,7 +6,8 @@ why in the words ``karpy explain node`` and the ``DisruptionBlocked`` Event use,
 
 * it has no NodeClaim, no Node, or is not initialized yet;
 * it is deleting, or already tainted ``karpenter.sh/disrupted`` (being disrupted);
-* a provisioning round nominated it for pending pods (they are on their way to it);
+* a provisioning round nominated it for pending pods (they are on their way to it), or
+  an unbound pod's ``nominatedNodeName`` names it;
 * it carries ``karpenter.sh/do-not-disrupt: "true"`` (Node or NodeClaim);
 * its NodePool is gone;
 * one of its pods is protected by an active ``karpenter.sh/do-not-disrupt`` annotation
@@ -186,12 +187,16 @@ def find_candidates(
     unhealthy: Callable[[NodeInfo], bool] | None = None,
 ) -> tuple[list[Candidate], list[Blocked]]:
     """The candidates among managed nodes, and the nodes blocked with their reasons.
-    ``nominated`` holds NodeClaim and Node names that pending pods were nominated to.
+    ``nominated`` holds NodeClaim and Node names that pending pods were nominated to;
+    every node an unbound pod's ``nominatedNodeName`` names counts too (a preemption, a
+    binding in progress, karpy's own hint), as KEP-5278 asks of anything scaling down.
     A node blocked only by its pods whose NodeClaim has a terminationGracePeriod carries
     the candidate eventual methods (drift) may still use (`Blocked.eventual`); with node
     repair on, a node ``unhealthy`` says is, blocked only by what repair ignores, the
     candidate repair may use (`Blocked.repairable`).
     ``deletion_cost_managed`` is the PodDeletionCostManagement gate (`eviction_cost`)."""
+    if snapshot.named:
+        nominated = {*nominated, *(i.pod.nominated_node_name for i in snapshot.named.values())}
     with gc_paused():
         return _find(snapshot, now, nominated, types_by_name, deletion_cost_managed, unhealthy)
 

@@ -183,7 +183,7 @@ class NominatedNodeNames:
         names end; how many. Names of other nodes are someone else's (a preemption)."""
         adopted = 0
         for key, info in snapshot.named.items():
-            if nominations.get(key) is not None:
+            if nominations.get(key) is not None or not _unschedulable(info):
                 continue
             node = info.pod.nominated_node_name
             claim = snapshot.claim_for_node(node) if node in snapshot.nodes else None
@@ -201,6 +201,7 @@ class NominatedNodeNames:
         """Is there a pod `adopt` would take (so a round is due)?"""
         return any(
             nominations.get(key) is None
+            and _unschedulable(info)
             and (node := info.pod.nominated_node_name) in snapshot.nodes
             and snapshot.claim_for_node(node) is not None
             for key, info in snapshot.named.items()
@@ -226,3 +227,9 @@ class NominatedNodeNames:
     def _count(self, action: str, result: str) -> None:
         if self.metrics is not None:
             self.metrics.nominated_node_names.labels(action, result).inc()
+
+
+def _unschedulable(info: PodInfo) -> bool:
+    """What karpy would provision for, were it not for its nominatedNodeName."""
+    pod = info.pod
+    return pod.unschedulable_condition and not pod.is_daemonset_pod and not pod.is_static_pod

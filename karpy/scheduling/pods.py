@@ -200,16 +200,10 @@ class Pod:
         )
 
     @property
-    def is_named_elsewhere(self) -> bool:
-        """As provisionable but for a ``nominatedNodeName``: kube-scheduler found no node
-        and it carries someone's nomination (a preemption, or karpy's own hint)."""
-        return (
-            self.unschedulable_condition
-            and not self.node_name
-            and bool(self.nominated_node_name)
-            and not self.is_daemonset_pod
-            and not self.is_static_pod
-        )
+    def awaits_nominated_node(self) -> bool:
+        """Unbound and carrying a ``nominatedNodeName``: someone expects it on that node
+        (a preemption, kube-scheduler's binding cycle, or karpy's own plan)."""
+        return bool(self.nominated_node_name) and not self.node_name
 
     @property
     def has_anti_affinity(self) -> bool:

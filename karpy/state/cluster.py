@@ -114,7 +114,7 @@ class ClusterState:
         self._unreadable: dict[str, Map[str, UnreadableObject]] = {}
         self._pods_by_node: Map[str, Map[str, PodInfo]] = EMPTY
         self._pending: Map[str, PodInfo] = EMPTY
-        self._named: Map[str, PodInfo] = EMPTY  # unschedulable pods with a nominatedNodeName
+        self._named: Map[str, PodInfo] = EMPTY  # unbound pods with a nominatedNodeName
         self._node_by_provider: Map[str, str] = EMPTY
         self._claims_by_pool: Map[str, Map[str, NodeClaim]] = EMPTY
         self._claim_by_provider: Map[str, str] = EMPTY

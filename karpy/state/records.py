@@ -153,8 +153,8 @@ class PodInfo:
 
     @property
     def named(self) -> bool:
-        """Would be provisionable but carries a nominatedNodeName (`Pod.is_named_elsewhere`)."""
-        return self.pod.is_named_elsewhere and self.pod.is_active
+        """Active, unbound, with a nominatedNodeName (`Pod.awaits_nominated_node`)."""
+        return self.pod.awaits_nominated_node and self.pod.is_active
 
 
 def pod_info(data: Mapping[str, Any]) -> PodInfo:

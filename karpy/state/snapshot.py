@@ -58,7 +58,7 @@ class StateSnapshot:
     claim_by_provider_id: immutables.Map[str, str]
     node_of_claim: immutables.Map[str, str]  # NodeClaim name -> Node name, when paired
     claim_of_node: immutables.Map[str, str]  # Node name -> NodeClaim name
-    # unschedulable, unbound pods carrying a nominatedNodeName (not in ``pending``)
+    # active, unbound pods carrying a nominatedNodeName (none of them in ``pending``)
     named: immutables.Map[str, PodInfo] = EMPTY
     # replacement NodeClaim name -> the NodeClaims a disruption decision made wait for it
     awaiting: immutables.Map[str, immutables.Map[str, bool]] = EMPTY
