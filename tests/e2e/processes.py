@@ -25,6 +25,8 @@ from typing import Any, Final
 import orjson
 import yaml
 
+from karpy.sandbox.aws import CATALOG_CACHE_ENV
+
 # Ports handed to a process that binds them later. A port the kernel picks (bind to 0) can
 # be picked again by anything else binding to 0 before the process binds it: with eight
 # workers starting emulators, sandboxes and moto servers that happened, and a controller
@@ -60,8 +62,12 @@ def free_port() -> int:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """Only what Python needs, so a developer's KUBECONFIG or LOG_LEVEL cannot leak in."""
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", **extra}
+    """Only what Python needs, so a developer's KUBECONFIG or LOG_LEVEL cannot leak in, and
+    the run's moto catalogue directory (tests/conftest.py), which changes no answer."""
+    shared = {CATALOG_CACHE_ENV: os.environ[CATALOG_CACHE_ENV]} if (
+        os.environ.get(CATALOG_CACHE_ENV)) else {}  # fmt: skip
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", **shared,
+            **extra}  # fmt: skip
 
 
 class ApiServerProcess:

@@ -8,6 +8,14 @@ priced from one `prices.PriceTable`; `faults.EC2Faults` is what tests (or the sa
 EKS-optimized AMIs and their SSM parameters, `amis`). The kubelet stand-in for EC2
 instances (`kubelet`) turns running instances into Nodes for ``karpy sandbox cluster
 --cloud aws``. moto's state is per process: everything here runs moto in-process.
+
+`CATALOG_CACHE_ENV` is defined here, not in `server`, so that what only sets it (the test
+suite's process helpers) need not import moto.
 """
 
 from __future__ import annotations
+
+from typing import Final
+
+# A directory where moto servers keep their rendered catalogue answers (server.CatalogCache).
+CATALOG_CACHE_ENV: Final = "KARPY_SANDBOX_CATALOG_CACHE"

@@ -12,7 +12,9 @@ One object holds everything the AWS side of the sandbox (and the AWS tests) talk
   with an ``x-karpy-sandbox-component`` header, the sandbox's own, are exempt); it also
   serves ``GET``/``POST /sandbox/v1/aws/faults`` (`EC2Faults.apply`'s JSON) for tests
   that run the sandbox in another process; it remembers its answers to the two
-  catalogue calls (`CatalogCache`); and it lets one EC2 write run at a time: moto checks
+  catalogue calls (`CatalogCache`; in a directory too when ``KARPY_SANDBOX_CATALOG_CACHE``
+  names one, so the sandboxes started with it render them once between them); and it
+  lets one EC2 write run at a time: moto checks
   then creates without a lock, so two concurrent CreateLaunchTemplate calls with one name
   both succeeded under load, where EC2 refuses the second (reads still run side by side);
 - the CreateFleet and spot-price patches (`karpy.sandbox.aws.fleet`, `.spotprices`)
@@ -36,6 +38,7 @@ in force until it stops, then the first's are again.
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import json
 import os
@@ -45,10 +48,12 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, Final
 
 import moto.eks.models
 from botocore.session import get_session as botocore_session
+from moto import __version__ as moto_version
 from moto.eks.exceptions import InvalidParameterException
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
@@ -57,12 +62,12 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from karpy.sandbox.aws import fleet, reservations, spotprices
+from karpy.sandbox.aws import CATALOG_CACHE_ENV, fleet, reservations, spotprices
 from karpy.sandbox.aws.faults import EC2Faults
 from karpy.sandbox.aws.prices import PriceTable, default_prices
 from karpy.sandbox.aws.pricing import PricingStub
 
-__all__ = ["MotoServer", "ThrottlingApp"]
+__all__ = ["CatalogCache", "MotoServer", "ThrottlingApp"]
 
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
@@ -94,20 +99,33 @@ class CatalogCache:
     region (from the request's SigV4 credential scope) and the request's parameters, so a
     successful answer is replayed byte for byte, request id included (a client does not
     compare request ids across calls). Failures are never kept.
+
+    With a ``directory``, answers are also kept there, one file per moto version, region
+    and request, so every process given the same directory (the test suite starts a
+    dozen AWS sandboxes and one moto server per worker) has moto render each answer once
+    between them instead of once each (~1.6 s of CPU). A file is written whole under a
+    temporary name and then renamed, so a reader sees all of it or none; one that cannot
+    be read or written is only a miss.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, directory: Path | None = None) -> None:
         self._answers: dict[tuple[str, bytes], tuple[str, list[tuple[str, str]], bytes]] = {}
         self._lock = threading.Lock()
+        self.directory = directory
 
     def serve(self, app: WSGIApp, environ: dict[str, Any],
               start_response: StartResponse) -> Iterable[bytes]:  # fmt: skip
-        """Answer from memory, or from ``app`` (remembered when it succeeds)."""
+        """Answer from memory, the directory, or ``app`` (remembered when it succeeds)."""
         scope = CREDENTIAL_SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
         body = environ["wsgi.input"].getvalue()
         key = (scope.group("region") if scope else "", body)
         with self._lock:
             known = self._answers.get(key)
+        if known is None:
+            known = self._load(key)
+            if known is not None:
+                with self._lock:
+                    self._answers[key] = known
         if known is None:
             seen: list[tuple[str, list[tuple[str, str]]]] = []
 
@@ -123,8 +141,10 @@ class CatalogCache:
                 if close is not None:
                     close()
             if seen and seen[0][0].startswith("200"):
+                answer = (seen[0][0], seen[0][1], data)
                 with self._lock:
-                    self._answers[key] = (seen[0][0], seen[0][1], data)
+                    self._answers[key] = answer
+                self._store(key, answer)
             return [data]
         status, headers, data = known
         start_response(status, headers)
@@ -134,14 +154,57 @@ class CatalogCache:
         with self._lock:
             self._answers.clear()
 
+    def _path(self, key: tuple[str, bytes]) -> Path | None:
+        if self.directory is None:
+            return None
+        digest = hashlib.sha256(f"{moto_version}\0{key[0]}\0".encode() + key[1]).hexdigest()
+        return self.directory / f"{digest}.json"
+
+    def _load(self, key: tuple[str, bytes]) -> tuple[str, list[tuple[str, str]], bytes] | None:
+        path = self._path(key)
+        if path is None:
+            return None
+        try:
+            stored = json.loads(path.read_bytes())
+            return (str(stored["status"]), [(str(k), str(v)) for k, v in stored["headers"]],
+                    stored["body"].encode("utf-8"))  # fmt: skip
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _store(self, key: tuple[str, bytes], answer: tuple[str, list[tuple[str, str]], bytes]
+               ) -> None:  # fmt: skip
+        path = self._path(key)
+        if path is None:
+            return
+        status, headers, data = answer
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return
+        document = json.dumps({"status": status, "headers": headers, "body": text})
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            partial.write_text(document, encoding="utf-8")
+            os.replace(partial, path)
+        except OSError:
+            return
+
+
+def catalog_cache_directory() -> Path | None:
+    """The directory ``KARPY_SANDBOX_CATALOG_CACHE`` names, if any (`CatalogCache`)."""
+    value = os.environ.get(CATALOG_CACHE_ENV, "")
+    return Path(value) if value else None
+
 
 class ThrottlingApp:
     """WSGI wrapper answering throttled actions before moto sees them (module docstring)."""
 
-    def __init__(self, app: WSGIApp, faults: EC2Faults) -> None:
+    def __init__(self, app: WSGIApp, faults: EC2Faults, catalog: CatalogCache | None = None
+                 ) -> None:  # fmt: skip
         self.app = app
         self.faults = faults
-        self.catalog = CatalogCache()
+        self.catalog = catalog or CatalogCache()
         self._writes = threading.Lock()  # one EC2 write at a time (module docstring)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -272,7 +335,8 @@ class MotoServer:
         _RUNNING.append(self)
         self._install()
         reservations.install()
-        app = ThrottlingApp(DomainDispatcherApplication(create_backend_app), self.faults)
+        app = ThrottlingApp(DomainDispatcherApplication(create_backend_app), self.faults,
+                            CatalogCache(catalog_cache_directory()))  # fmt: skip
         self._server = make_server(
             self._host, self._port, app, threaded=True, request_handler=_QuietHandler
         )

@@ -1,5 +1,6 @@
 """The moto server's WSGI wrapper: the catalogue calls are answered from memory once
-moto has answered them, per region and request, and never when moto failed."""
+moto has answered them, per region and request, and never when moto failed; with a
+directory, from the answers another process's server kept there."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from karpy.sandbox.aws.faults import EC2Faults
-from karpy.sandbox.aws.server import ThrottlingApp
+from karpy.sandbox.aws.server import CatalogCache, ThrottlingApp
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from pathlib import Path
 
     from karpy.cloud.aws.clients import AWSClients
     from karpy.sandbox.aws.server import MotoServer
@@ -76,6 +78,36 @@ def test_other_calls_and_failed_answers_always_reach_moto() -> None:
     call(app, DESCRIBE)
     call(app, DESCRIBE)
     assert failing.calls == 2
+
+
+def test_a_catalogue_answer_kept_in_a_directory_is_replayed_by_another_server(
+    tmp_path: Path,
+) -> None:
+    first = Backend()
+    kept = ThrottlingApp(first, EC2Faults(), CatalogCache(tmp_path))
+    assert call(kept, DESCRIBE) == ("200 OK", b"answer 1")
+    later = Backend()
+    later.calls = 40  # its own answers would read "answer 41", "answer 42"...
+    replayed = ThrottlingApp(later, EC2Faults(), CatalogCache(tmp_path))
+    assert call(replayed, DESCRIBE) == ("200 OK", b"answer 1")
+    assert later.calls == 40
+    assert call(replayed, DESCRIBE, region="eu-west-1") == ("200 OK", b"answer 41")
+    alone = Backend()
+    alone.calls = 90  # a server given no directory asks its own moto
+    assert call(ThrottlingApp(alone, EC2Faults()), DESCRIBE) == ("200 OK", b"answer 91")
+
+
+def test_a_failed_answer_is_not_kept_and_an_unreadable_file_is_a_miss(tmp_path: Path) -> None:
+    failing = Backend("500 Internal Server Error")
+    call(ThrottlingApp(failing, EC2Faults(), CatalogCache(tmp_path)), DESCRIBE)
+    assert list(tmp_path.iterdir()) == []
+    call(ThrottlingApp(Backend(), EC2Faults(), CatalogCache(tmp_path)), DESCRIBE)
+    (kept,) = tmp_path.iterdir()
+    kept.write_text("{not json")
+    again = Backend()
+    again.calls = 7
+    assert call(ThrottlingApp(again, EC2Faults(), CatalogCache(tmp_path)), DESCRIBE) == (
+        "200 OK", b"answer 8")  # fmt: skip
 
 
 def test_a_throttled_catalogue_call_is_throttled_even_when_its_answer_is_known() -> None:
