@@ -123,10 +123,10 @@ class Reservations:
             if pod.uid in level.uids:
                 if len(level.uids) == 1:
                     continue
-                others = level.uids - {pod.uid}
                 held = level.merged(Held())
                 held.add(self._pods[pod.uid], -1)
-                held.ports = _ports(others, self._pods)
+                if held.ports:
+                    held.ports = _ports(level.uids - {pod.uid}, self._pods)
             out = held if out is None else out.merged(held)
         return out
 

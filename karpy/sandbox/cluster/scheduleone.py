@@ -72,7 +72,6 @@ AFFINITY: Final = "node(s) didn't match Pod's node affinity/selector"
 PORTS: Final = "node(s) didn't have free ports for the requested pod ports"
 TOO_MANY_PODS: Final = "Too many pods"
 HARD_EFFECTS: Final = ("NoSchedule", "NoExecute")
-_NOTHING: Final[dict[str, int]] = {}
 
 
 def num_feasible_nodes_to_find(nodes: int) -> int:
@@ -117,11 +116,25 @@ class NodeState:
     def short_of(self, pod: PodInfo, held: Held | None = None) -> list[str] | None:
         """NodeResourcesFit's reasons, every resource the pod does not fit in (with the
         room ``held`` by pods nominated to the node counted as used)."""
+        if held is not None:
+            return self._short_of_held(pod, held)
         out = None
-        if self.free_pods - (held.pods if held is not None else 0) < 1:
+        if self.free_pods < 1:
             out = [TOO_MANY_PODS]
         free = self.free
-        reserved = held.requests if held is not None else _NOTHING
+        for resource, value in pod.request_items:
+            if value > free.get(resource, 0):
+                if out is None:
+                    out = []
+                out.append(f"Insufficient {resource}")
+        return out
+
+    def _short_of_held(self, pod: PodInfo, held: Held) -> list[str] | None:
+        out = None
+        if self.free_pods - held.pods < 1:
+            out = [TOO_MANY_PODS]
+        free = self.free
+        reserved = held.requests
         for resource, value in pod.request_items:
             if value > free.get(resource, 0) - reserved.get(resource, 0):
                 if out is None:
@@ -174,6 +187,7 @@ class Cycle:
                     self.states[name].add(pod)
         self.pods_by_node = pods_by_node
         self.nominated = nominated if nominated is not None else Reservations()
+        self.any_nominated = bool(self.nominated)  # a flag: the filter's hot path reads it
         self.volumes = volumes
         self.scoring = scoring
         self.rng = rng or random.Random(0)
@@ -277,7 +291,7 @@ class Cycle:
             pod.node_selector, pod.required_terms, spec.labels, spec.name
         ):
             return AFFINITY
-        held = self.nominated.on(spec.name, pod) if self.nominated else None
+        held = self.nominated.on(spec.name, pod) if self.any_nominated else None
         if pod.host_ports:
             used = node.ports if held is None or not held.ports else node.ports | held.ports
             if used and _ports_conflict(used, pod.host_ports):

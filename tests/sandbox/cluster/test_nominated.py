@@ -5,14 +5,18 @@ ends frees its node for the pods that failed there."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
+from karpy.sandbox.apiserver.store import Entry
 from karpy.sandbox.cluster import SandboxCluster
 from karpy.sandbox.cluster.kubepod import PodInfo, node_spec, pod_info
 from karpy.sandbox.cluster.nominated import Reservations
+from karpy.sandbox.cluster.placement import Planner, Surroundings
 from karpy.sandbox.cluster.scheduleone import Cycle
+from karpy.sandbox.cluster.schedulingstate import PassInput
 from karpy.sandbox.cluster.unschedulable import NoFit
 from tests import factories as f
 from tests.fixtures.waiting import eventually
@@ -75,6 +79,19 @@ async def test_a_pod_its_nominated_node_cannot_take_goes_to_another(cluster):
     cluster.store.patch("pods", "big", {"spec": {"schedulingGates": None}}, "default")
 
     assert await eventually(lambda: _node_of(cluster, "big")) == "large"
+
+
+def test_a_pod_whose_nominated_room_is_held_for_a_higher_priority_pod_goes_elsewhere():
+    first = pod_info(f.pod("first", requests={"cpu": "6"}, priority=100,
+                           nominated_node_name="planned"))  # fmt: skip
+    second = pod_info(f.pod("second", requests={"cpu": "4"}, nominated_node_name="planned"))
+    cycle = Cycle(
+        [node_spec(_node("planned", cpu="8")), node_spec(_node("busy", cpu="8"))],
+        [pod_info(f.pod("occupant", node_name="busy", requests={"cpu": "4"}))],
+        nominated=Reservations([first, second]),
+    )
+    # LeastAllocated prefers the empty "planned", but "first" holds 6 of its 8 CPUs.
+    assert cycle.schedule(second) == "busy"
 
 
 def test_the_nominated_node_is_chosen_unscored_and_leaves_the_scan_where_it_was():
@@ -194,3 +211,24 @@ async def test_a_nomination_that_ends_frees_room_for_a_pod_that_failed_there(clu
     else:
         _nominate(cluster, "holder", "node-b")
     assert await eventually(lambda: _node_of(cluster, "pinned")) == "node-a"
+
+
+def test_a_nominated_pod_is_tried_even_after_an_identical_pod_failed_in_the_pass():
+    # Two pods of one group: "a-plain" fits nowhere (the room is held for "b-planned"),
+    # which does not make "b-planned" hopeless: its own nomination does not hold against it.
+    a, b = (f.pod(name, labels={"app": "web"}, requests={"cpu": "3"}) for name in ("a-plain",
+            "b-planned"))  # fmt: skip
+    b["spec"] = copy.deepcopy(a["spec"])  # a Deployment's pods: one spec
+    b["status"]["nominatedNodeName"] = "node-a"
+    pending = (Entry(a), Entry(b))
+    inputs = PassInput(
+        nodes=(Entry(_node("node-a")),),
+        pending=pending,
+        bound=(),
+        fresh=frozenset(("default", p.obj["metadata"]["name"]) for p in pending),
+        dirty=frozenset(),
+        everything_fresh=False,
+    )
+    result = Planner().plan(inputs, Surroundings())
+    assert [(p.name, p.node) for p in result.placements] == [("b-planned", "node-a")]
+    assert [failure.name for failure in result.failures] == ["a-plain"]
