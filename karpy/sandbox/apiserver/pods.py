@@ -91,7 +91,9 @@ class PodBehavior(Behavior):
 
 
 def bind(api: ObjectAPI, view: View, namespace: str, name: str, binding: Any) -> None:
-    """POST pods/<name>/binding: assign the pod to ``target.name``."""
+    """POST pods/<name>/binding: assign the pod to ``target.name``, as kube-apiserver's pod
+    storage does (``pkg/registry/core/pod/storage/storage.go``): ``PodScheduled=True`` and,
+    with ClearingNominatedNodeNameAfterBinding, no ``status.nominatedNodeName`` left."""
     if not isinstance(binding, dict):
         raise errors.bad_request("the body of the request was not a Binding object")
     meta = binding.get("metadata") or {}
@@ -128,6 +130,9 @@ def bind(api: ObjectAPI, view: View, namespace: str, name: str, binding: Any) ->
         )
     pod["spec"]["nodeName"] = node
     status = pod.setdefault("status", {})
+    # ClearingNominatedNodeNameAfterBinding (beta, on by default since 1.35): the binding
+    # ends any nomination in the same write (an empty string is an absent field).
+    status.pop("nominatedNodeName", None)
     conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
     conditions.append(
         {

@@ -137,6 +137,11 @@ def node_name(pod: Obj) -> str:
     return str(spec(pod).get("nodeName") or "")
 
 
+def nominated_node(pod: Obj) -> str:
+    """``status.nominatedNodeName``: where the pod is expected to go (KEP-5278), or ""."""
+    return str(status(pod).get("nominatedNodeName") or "")
+
+
 def awaits_scheduling(pod: Obj) -> bool:
     """A pod kube-scheduler would try to place: unbound, for the default scheduler, not
     deleting or finished, and with no scheduling gates left."""

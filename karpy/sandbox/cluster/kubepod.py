@@ -132,6 +132,8 @@ class PodInfo:
     host_ports: tuple[tuple[str, str, int], ...]
     claims: tuple[str, ...]
     controller_uid: str = ""
+    priority: int = 0  # spec.priority, as admission resolved it
+    nominated: str = ""  # status.nominatedNodeName
     request_items: tuple[tuple[str, int], ...] = attrs.field(init=False)
 
     @request_items.default
@@ -259,11 +261,14 @@ def pod_info(obj: facts.Obj) -> PodInfo:
         ),
         claims=tuple(claims),
         controller_uid=str((facts.controller_ref(obj) or {}).get("uid") or ""),
+        priority=int(spec.get("priority") or 0),
+        nominated=facts.nominated_node(obj),
     )
 
 
 def like(prototype: PodInfo, obj: facts.Obj) -> PodInfo:
-    """A pod of ``prototype``'s group (same spec and labels): its own identity and node."""
+    """A pod of ``prototype``'s group (same spec and labels): its own identity, node and
+    nomination."""
     meta = facts.meta(obj)
     return attrs.evolve(
         prototype,
@@ -271,6 +276,7 @@ def like(prototype: PodInfo, obj: facts.Obj) -> PodInfo:
         uid=str(meta.get("uid") or ""),
         node_name=facts.node_name(obj),
         terminating=meta.get("deletionTimestamp") is not None,
+        nominated=facts.nominated_node(obj),
     )
 
 

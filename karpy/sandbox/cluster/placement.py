@@ -5,9 +5,11 @@ karpy's: each pod goes through `scheduleone.Cycle` (filter, score, select, assum
 ``pkg/scheduler/schedule_one.go``), one at a time in queue order (higher
 ``spec.priority`` first, then older first, as the PrioritySort queue), each seeing the
 pods placed before it. The capacity is every Ready, schedulable Node that is not being
-deleted; bound pods take their room, and DaemonSet pods still to come take theirs
+deleted; bound pods take their room, DaemonSet pods still to come take theirs
 (upstream they would preempt lower-priority pods; the sandbox's DaemonSet controller
-binds them directly, so their room is kept free instead).
+binds them directly, so their room is kept free instead), and pending pods nominated to
+a node (``status.nominatedNodeName``) hold theirs there against pods of lower or equal
+priority until the pass places them (`nominated`).
 
 A pass runs off the event loop (``asyncio.to_thread``) on immutable inputs, and is made
 incremental so that 8,000 nodes joining one by one do not each cost a pass over 40,000
@@ -21,9 +23,9 @@ pods against 8,000 nodes:
    *dirty* nodes (joined, changed or freed since).
 
 Pods of one group (same namespace, labels, annotations, owners and spec but the node —
-a Deployment's pods) are alike: once one fits nowhere in a pass, the rest of the group
-is not tried again in that pass (they would fail for the same reasons; a later pass
-retries them). Records are parsed once per group and per node version.
+a Deployment's pods) nominated to the same node or to none are alike: once one fits
+nowhere in a pass, the rest is not tried again in that pass (they would fail for the
+same reasons; a later pass retries them). Records are parsed once per group and per node version.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from karpy.sandbox.cluster.kubepod import (
 )
 from karpy.sandbox.cluster.kubevolumes import VolumeView
 from karpy.sandbox.cluster.nodematch import node_accepts
+from karpy.sandbox.cluster.nominated import Reservations
 from karpy.sandbox.cluster.scheduleone import HARD_EFFECTS, Cycle, Scoring
 from karpy.sandbox.cluster.unschedulable import NoFit, excluded
 
@@ -215,6 +218,9 @@ class Planner:
         full, retry, broken = self._sort_pending(inputs)
         if not full and not broken and not (retry and dirty):
             return PassResult(seconds=time.perf_counter() - started)  # nothing can change
+        nominated = Reservations(
+            r.info for r in (*full, *retry) if r.info is not None and r.info.nominated
+        )
         bound = [
             r.info
             for e in inputs.bound
@@ -224,6 +230,7 @@ class Planner:
             nodes,
             bound,
             reserved=_daemonset_room(nodes, bound, around.daemonsets),
+            nominated=nominated,
             namespace_labels=_namespace_labels(around.namespaces),
             volumes=VolumeView.build(around.claims, around.volumes, around.classes),
             scoring=self.scoring,
@@ -235,7 +242,7 @@ class Planner:
         tried = 0
         if retry and dirty:
             among = [cycle.states[name] for name in dirty]
-            tried = self._run(cycle, retry, among, placements, failed)
+            tried = self._run(cycle, retry, among, placements, failed, among_names=frozenset(dirty))
         return PassResult(
             placements=tuple(placements),
             failures=self._failures(inputs, failed, broken),
@@ -251,24 +258,31 @@ class Planner:
         among: Any,
         placements: list[Placement],
         failed: list[tuple[_PodRecord, NoFit]],
+        *,
+        among_names: frozenset[str] = frozenset(),
     ) -> int:
-        """Schedule ``records`` in queue order; how many went through a cycle."""
-        hopeless: dict[int, NoFit] = {}
+        """Schedule ``records`` in queue order; how many went through a cycle.
+
+        A group's pods are alike only if nominated to the same node (or none): a pod sees
+        the room its own nomination holds, its siblings do not, so a pod nominated
+        elsewhere may fit where its group failed."""
+        hopeless: dict[tuple[int, str], NoFit] = {}
         tried = 0
         for record in sorted(records, key=_queue_order):
             info = record.info
             assert info is not None
-            known = hopeless.get(record.group)
+            alike = (record.group, info.nominated)
+            known = hopeless.get(alike)
             outcome: str | NoFit
             if known is None:
                 tried += 1
-                outcome = cycle.schedule(info, among)
+                outcome = cycle.schedule(info, among, among_names)
             else:
                 outcome = known
             if isinstance(outcome, str):
                 placements.append(Placement(info.namespace, info.name, info.uid, outcome))
             else:
-                hopeless[record.group] = outcome
+                hopeless[alike] = outcome
                 failed.append((record, outcome))
         return tried
 

@@ -3,13 +3,18 @@
 Follows ``pkg/scheduler/schedule_one.go`` and the default profile's plugins:
 
 1. **PreFilter**: volumes (`kubevolumes`), the pod's spread counts (`topologyspread`)
-   and affinity counts (`podaffinity`).
+   and affinity counts (`podaffinity`). A pod with ``status.nominatedNodeName`` naming a
+   schedulable node is then filtered against that node alone, and goes there unscored
+   if it passes (``findNodesThatFitPod`` / ``evaluateNominatedNode``); only if it fails
+   are all nodes scanned, and the scan's start does not move for it.
 2. **Filter**, per node, each plugin in the default profile's order, the first failure
    being the node's reason: NodeUnschedulable and the not-ready taint (a node that is
    not Ready carries ``node.kubernetes.io/not-ready:NoSchedule``, which the node
    lifecycle controller adds), TaintToleration (``NoSchedule``/``NoExecute``),
    NodeAffinity (``nodeSelector`` and required terms), NodePorts, NodeResourcesFit
    (every short resource counted), VolumeBinding, PodTopologySpread, InterPodAffinity.
+   NodePorts and NodeResourcesFit count the pods nominated to the node as if they ran
+   there (those of priority >= the pod's, `nominated`).
    As ``findNodesThatPassFilters`` does, the scan starts where the previous pod's
    stopped and ends once ``numFeasibleNodesToFind`` nodes pass (all nodes below 100,
    else ``max(5, 50 - nodes/125)`` percent of them, at least 100).
@@ -43,6 +48,7 @@ from karpy.sandbox.cluster.kubepod import (
     tolerates,
 )
 from karpy.sandbox.cluster.nodematch import info_accepts, term_matches
+from karpy.sandbox.cluster.nominated import Held, Reservations
 from karpy.sandbox.cluster.podaffinity import AffinityIndex, AffinityState
 from karpy.sandbox.cluster.topologyspread import DomainCounts, SpreadState
 from karpy.sandbox.cluster.topologyspread import filter_reason as spread_reason
@@ -50,6 +56,8 @@ from karpy.sandbox.cluster.topologyspread import scores as spread_scores
 from karpy.sandbox.cluster.unschedulable import NoFit
 
 if TYPE_CHECKING:
+    from collections.abc import Container
+
     from karpy.sandbox.cluster.kubepod import Labels
     from karpy.sandbox.cluster.kubevolumes import VolumeView
 
@@ -105,14 +113,30 @@ class NodeState:
         self.free_pods -= 1
         self.ports.update(pod.host_ports)
 
-    def short_of(self, pod: PodInfo) -> list[str] | None:
-        """NodeResourcesFit's reasons, every resource the pod does not fit in."""
+    def short_of(self, pod: PodInfo, held: Held | None = None) -> list[str] | None:
+        """NodeResourcesFit's reasons, every resource the pod does not fit in (with the
+        room ``held`` by pods nominated to the node counted as used)."""
+        if held is not None:
+            return self._short_of_held(pod, held)
         out = None
         if self.free_pods < 1:
             out = [TOO_MANY_PODS]
         free = self.free
         for resource, value in pod.request_items:
             if value > free.get(resource, 0):
+                if out is None:
+                    out = []
+                out.append(f"Insufficient {resource}")
+        return out
+
+    def _short_of_held(self, pod: PodInfo, held: Held) -> list[str] | None:
+        out = None
+        if self.free_pods - held.pods < 1:
+            out = [TOO_MANY_PODS]
+        free = self.free
+        reserved = held.requests
+        for resource, value in pod.request_items:
+            if value > free.get(resource, 0) - reserved.get(resource, 0):
                 if out is None:
                     out = []
                 out.append(f"Insufficient {resource}")
@@ -142,6 +166,7 @@ class Cycle:
         bound: list[PodInfo],
         *,
         reserved: dict[str, list[PodInfo]] | None = None,
+        nominated: Reservations | None = None,
         namespace_labels: dict[str, Labels] | None = None,
         volumes: VolumeView | None = None,
         scoring: Scoring = "LeastAllocated",
@@ -161,6 +186,8 @@ class Cycle:
                 if name in self.states:
                     self.states[name].add(pod)
         self.pods_by_node = pods_by_node
+        self.nominated = nominated if nominated is not None else Reservations()
+        self.any_nominated = bool(self.nominated)  # a flag: the filter's hot path reads it
         self.volumes = volumes
         self.scoring = scoring
         self.rng = rng or random.Random(0)
@@ -170,11 +197,19 @@ class Cycle:
 
     # -- the cycle ---------------------------------------------------------------------
 
-    def schedule(self, pod: PodInfo, among: list[NodeState] | None = None) -> str | NoFit:
+    def schedule(
+        self,
+        pod: PodInfo,
+        among: list[NodeState] | None = None,
+        among_names: Container[str] = (),
+    ) -> str | NoFit:
         """The node ``pod`` is assumed on, or why it fits none.
 
-        ``among`` narrows the nodes tried (the pass's incremental retries); the scan
-        then starts at its first node."""
+        ``among`` narrows the nodes tried (the pass's incremental retries; their names are
+        ``among_names``); the scan then starts at its first node. A pod nominated to a
+        schedulable node (among those) is filtered against that node alone first and,
+        if it passes, goes there unscored (``evaluateNominatedNode``: one feasible node
+        is chosen directly); otherwise every node is scanned as usual."""
         nodes = self.candidates if among is None else among
         reasons: Counter[str] = Counter()
         if self.volumes is not None and pod.claims:
@@ -188,6 +223,16 @@ class Cycle:
             if pod.affinity or pod.anti_affinity or self.affinity.anti_pods
             else None
         )
+        if pod.nominated:
+            state = self.states.get(pod.nominated)
+            if (
+                state is not None
+                and state.spec.schedulable
+                and (among is None or pod.nominated in among_names)
+                and self._filter(pod, state, tables, self_match, affinity) is None
+            ):
+                self.assume(pod, pod.nominated)
+                return pod.nominated
         total = len(nodes)
         wanted = num_feasible_nodes_to_find(total)
         start = self.next_start % total if among is None and total else 0
@@ -246,9 +291,12 @@ class Cycle:
             pod.node_selector, pod.required_terms, spec.labels, spec.name
         ):
             return AFFINITY
-        if pod.host_ports and node.ports and _ports_conflict(node.ports, pod.host_ports):
-            return PORTS
-        short = node.short_of(pod)
+        held = self.nominated.on(spec.name, pod) if self.any_nominated else None
+        if pod.host_ports:
+            used = node.ports if held is None or not held.ports else node.ports | held.ports
+            if used and _ports_conflict(used, pod.host_ports):
+                return PORTS
+        short = node.short_of(pod, held)
         if short:
             return short
         if pod.claims and self.volumes is not None:
@@ -309,6 +357,7 @@ class Cycle:
     def assume(self, pod: PodInfo, node_name: str) -> None:
         """``pod`` now runs on ``node_name``: its room, counts and affinity see it."""
         placed = pod if pod.node_name == node_name else _on(pod, node_name)
+        self.nominated.release(pod)
         self.states[node_name].add(placed)
         self.pods_by_node.setdefault(node_name, []).append(placed)
         spec = self.nodes[node_name]

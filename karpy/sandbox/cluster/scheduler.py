@@ -17,10 +17,23 @@ passes, which is what lets it keep up with 40,000 pods in one Python process:
    unschedulable costs one write, not one per pass. Writes go in slices of 20 ms that
    yield to the event loop in between.
 
-Not modelled: preemption, ``nominatedNodeName``, scheduling gates beyond "wait until none
-are left", other schedulers' pods (``schedulerName`` other than ``default-scheduler`` are
-left alone), extenders and the cluster-level default spread constraints. Priorities only
-order the queue.
+``status.nominatedNodeName`` is honoured as kube-scheduler 1.35+ does it (KEP-5278,
+NominatedNodeNameForExpectation on by default), which is what karpy's nominations of the
+pods it planned onto a new node rely on: a pod nominated to a schedulable node is tried
+there first and bound there unscored if it fits (`scheduleone`); pods nominated to a node
+hold room on it against pods of lower or equal priority, counted for resources, pod count
+and host ports but not for spread or inter-pod affinity (`nominated`); a nomination to a
+node that does not exist yet is kept, with its room, until the node appears; the stand-in
+never writes ``nominatedNodeName`` (1.35+ no longer clears it after a failed cycle; the API
+server clears it at binding); a nomination that ends frees its node for the next pass
+(`schedulingstate`).
+
+Not modelled: preemption (so the stand-in never nominates), setting
+``nominatedNodeName`` at the start of a binding cycle (upstream does only when PreBind or
+Permit has work, e.g. volumes to bind), scheduling gates beyond "wait until none are
+left", other schedulers' pods (``schedulerName`` other than ``default-scheduler`` are left
+alone), extenders and the cluster-level default spread constraints. Priorities order the
+queue and decide which nominations hold room against a pod.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ A store hook keeps four things current: the pods waiting to be scheduled, the bo
   changed. A pod that failed once is only tried again where something changed.
 - **dirty nodes**: schedulable nodes that may have room or fit now that they did not
   have at the last pass: a node that became Ready, schedulable or untainted, whose labels
-  or allocatable changed, or that lost a pod.
+  or allocatable changed, that lost a pod, or that lost a nomination (a pending pod
+  nominated to it was bound elsewhere, deleted, or nominated elsewhere: the room it held
+  is free).
 
 Everything else that can make a pod fit (a pod's own constraints on other pods, volumes,
 DaemonSet changes) is handled by retrying such pods on every pass (see `placement`), or,
@@ -112,6 +114,8 @@ class SchedulingState:
         if change.type != "DELETED" and facts.awaits_scheduling(obj):
             prev = self.pending.get(key)
             self.pending[key] = change.entry
+            if prev is not None:
+                self._nomination_ends(prev.obj, facts.nominated_node(obj))
             if prev is None or _changed(change, "spec") or _changed(change, "labels"):
                 self.fresh[key] = self.stamp
                 if constrained(obj):
@@ -120,9 +124,12 @@ class SchedulingState:
                     self.constrained.discard(key)
                 self.wake.set()
             return
-        if self.pending.pop(key, None) is not None:
+        left = self.pending.pop(key, None)
+        if left is not None:
             self.fresh.pop(key, None)
             self.constrained.discard(key)
+            bound_to = facts.node_name(obj) if change.type != "DELETED" else ""
+            self._nomination_ends(left.obj, bound_to)
         if change.type != "DELETED" and facts.node_name(obj) and not facts.pod_is_terminal(obj):
             if key not in self.bound and self.constrained:
                 self.wake.set()  # a new neighbour can satisfy or break (anti-)affinity
@@ -131,6 +138,15 @@ class SchedulingState:
         gone = self.bound.pop(key, None)
         if gone is not None:
             self._freed(facts.node_name(gone.obj))
+
+    def _nomination_ends(self, before: facts.Obj, now: str) -> None:
+        """A pending pod's nomination no longer holds room where it did: its nominated
+        node may take other pods now. ``now`` is where the pod is nominated or bound
+        next; the same node means its room stays taken. The pod itself is not requeued
+        (upstream ignores status-only updates of an unschedulable pod)."""
+        nominated = facts.nominated_node(before)
+        if nominated and nominated != now:
+            self._freed(nominated)
 
     def _freed(self, node: str) -> None:
         entry = self.nodes.get(node)

@@ -206,3 +206,18 @@ async def test_binding_assigns_the_node_and_refuses_a_second_binding(apiserver, 
     assert body["message"] == (
         'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "n1"'
     )
+
+
+async def test_binding_clears_the_nominated_node_name(apiserver, kube_api_client):
+    # kube-apiserver 1.35+ (ClearingNominatedNodeNameAfterBinding, on by default): the
+    # binding ends a nomination in the same write, wherever the pod was nominated.
+    apiserver.store.create("pods", pod("p"))
+    apiserver.store.patch(
+        "pods", "p", {"status": {"nominatedNodeName": "n2"}}, "default", subresource="status"
+    )
+    binding = {"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "n1"}}
+    v1 = client.CoreV1Api(kube_api_client)
+    await v1.create_namespaced_pod_binding("p", "default", binding, _preload_content=False)
+    bound = apiserver.store.get("pods", "p", "default")
+    assert bound["spec"]["nodeName"] == "n1"
+    assert "nominatedNodeName" not in bound["status"]
