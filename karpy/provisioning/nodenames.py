@@ -44,15 +44,17 @@ turns all of this off.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import TYPE_CHECKING, Final
 
 from karpy.errors import ExpectedError, KarpyError
+from karpy.kube.client import priority as priority_scope
 from karpy.kube.errors import Conflict, NotFound
 from karpy.kube.resources import PODS
 from karpy.log import describe_error, get_logger
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
     from karpy.kube.client import KubeClient
     from karpy.observability.karpenter_metrics import KarpenterMetrics
@@ -65,6 +67,16 @@ __all__ = ["CONCURRENCY", "NominatedNodeNames"]
 log = get_logger("provisioner")
 
 CONCURRENCY: Final = 32  # hint writes in flight at once
+# Rate-limiter priorities within the hints' own budget: the names registration waits for
+# first, then clears (a pod waits for its clear to be planned again), then the rest.
+AWAITED_SET: Final = 2
+CLEAR: Final = 1
+QUEUED_SET: Final = 0
+# How long a pod carrying karpy's name may wait on its initialized node before karpy gives
+# the plan up (others wait the nomination window): kube-scheduler tries the named node
+# first, but a scale-up of tens of thousands of pods takes it minutes to reach them all,
+# and giving up costs a clear, a new plan and a new name.
+NAMED_WINDOW: Final = 120.0
 
 
 class NominatedNodeNames:
@@ -79,8 +91,13 @@ class NominatedNodeNames:
         self.client = client
         self.metrics = metrics
         self._set: dict[str, str] = {}  # pod key -> the node karpy set (or took back)
+        # pod key -> the name being cleared: queued, in flight, or written and not yet seen
+        # by the informer (till then the pod must not be taken back, `adopt`)
+        self._clearing: dict[str, str] = {}
         self._slots = asyncio.Semaphore(CONCURRENCY)
-        self._queue: asyncio.Queue[tuple[str, PodInfo]] = asyncio.Queue()
+        # (rank, order, node or "" to clear, pod): clears before sets, each in order
+        self._queue: asyncio.PriorityQueue[tuple[int, int, str, PodInfo]] = asyncio.PriorityQueue()
+        self._order = itertools.count()
 
     # --- the component ---------------------------------------------------------------
 
@@ -95,10 +112,10 @@ class NominatedNodeNames:
 
     async def _work(self) -> None:
         while True:
-            node, pod = await self._queue.get()
+            _, _, node, pod = await self._queue.get()
             try:
                 if node:
-                    await self._write_set(node, pod)
+                    await self._write_set(node, pod, level=QUEUED_SET)
                 else:
                     await self._write_clear(pod)
             except KarpyError as exc:  # writes stopped (the lease was lost): so are the rest
@@ -110,7 +127,8 @@ class NominatedNodeNames:
         """Name ``node`` on each of ``pods`` that is unbound, active and carries no
         nomination; how many were written. Waits for the writes."""
         todo = [p for p in pods if self._wants(node, p)]
-        results = await asyncio.gather(*(self._write_set(node, p) for p in todo))
+        results = await asyncio.gather(*(self._write_set(node, p, level=AWAITED_SET)
+                                         for p in todo))  # fmt: skip
         return sum(results)
 
     def set_later(self, node: str, pods: Iterable[PodInfo]) -> None:
@@ -118,7 +136,7 @@ class NominatedNodeNames:
         for pod in pods:
             if self._wants(node, pod):
                 self._set[pod.key] = node  # claimed now: a second ask does not queue it twice
-                self._queue.put_nowait((node, pod))
+                self._put(node, pod)
 
     def sweep(self, live: Mapping[str, str], snapshot: StateSnapshot) -> int:
         """Level-triggered catch-up, each round: name the node of every live nomination
@@ -135,7 +153,7 @@ class NominatedNodeNames:
             pod = snapshot.pods.get(key)
             if pod is not None and self._wants(node, pod):
                 self._set[key] = node
-                self._queue.put_nowait((node, pod))
+                self._put(node, pod)
                 queued += 1
         return queued
 
@@ -147,11 +165,14 @@ class NominatedNodeNames:
             return False
         return self._set.get(pod.key) != node
 
-    async def _write_set(self, node: str, pod: PodInfo) -> bool:
+    def _put(self, node: str, pod: PodInfo) -> None:
+        self._queue.put_nowait((0 if not node else 1, next(self._order), node, pod))
+
+    async def _write_set(self, node: str, pod: PodInfo, *, level: int) -> bool:
         self._set[pod.key] = node
         patch = {"metadata": {"resourceVersion": pod.resource_version},
                  "status": {"nominatedNodeName": node}}  # fmt: skip
-        result = await self._patch(pod, patch)
+        result = await self._patch(pod, patch, level=level)
         self._count("set", result)
         if result != "written":
             self._set.pop(pod.key, None)
@@ -167,12 +188,32 @@ class NominatedNodeNames:
                 continue
             pod = snapshot.pods.get(key)
             if pod is not None and pod.pod.nominated_node_name == node and not pod.pod.node_name:
-                self._queue.put_nowait(("", pod))
+                self._clearing[key] = node
+                self._put("", pod)
 
     async def _write_clear(self, pod: PodInfo) -> None:
         patch = {"metadata": {"resourceVersion": pod.resource_version},
                  "status": {"nominatedNodeName": None}}  # fmt: skip
-        self._count("cleared", await self._patch(pod, patch))
+        result = "conflict"
+        try:
+            result = await self._patch(pod, patch, level=CLEAR)
+        finally:
+            self._count("cleared", result)
+            if result != "written":  # the name may still be there: `adopt` may take it back
+                self._clearing.pop(pod.key, None)
+
+    def window_for(self, snapshot: StateSnapshot, window: float) -> Callable[[str], float]:
+        """A nomination's window (`Nominations.prune`): `NAMED_WINDOW` for a pod that
+        carries the name karpy set, ``window`` for the others."""
+
+        def of(key: str) -> float:
+            node = self._set.get(key)
+            pod = snapshot.named.get(key) if node else None
+            if pod is not None and pod.pod.nominated_node_name == node:
+                return max(window, NAMED_WINDOW)
+            return window
+
+        return of
 
     # --- names karpy does not remember ------------------------------------------------
 
@@ -181,9 +222,13 @@ class NominatedNodeNames:
         of a karpy NodeClaim but which karpy holds no nomination for (set before a restart,
         or a write that landed after its nomination ended), so that name ends as karpy's
         names end; how many. Names of other nodes are someone else's (a preemption)."""
+        for key in [k for k, node in self._clearing.items() if _cleared(snapshot, k, node)]:
+            del self._clearing[key]
         adopted = 0
         for key, info in snapshot.named.items():
-            if nominations.get(key) is not None or not _unschedulable(info):
+            if key in self._clearing or nominations.get(key) is not None:
+                continue
+            if not _unschedulable(info):
                 continue
             node = info.pod.nominated_node_name
             claim = snapshot.claim_for_node(node) if node in snapshot.nodes else None
@@ -196,11 +241,11 @@ class NominatedNodeNames:
             log.info("took back nominations from pods' nominatedNodeName", pods=adopted)
         return adopted
 
-    @staticmethod
-    def adoptable(snapshot: StateSnapshot, nominations: Nominations) -> bool:
+    def adoptable(self, snapshot: StateSnapshot, nominations: Nominations) -> bool:
         """Is there a pod `adopt` would take (so a round is due)?"""
         return any(
-            nominations.get(key) is None
+            key not in self._clearing
+            and nominations.get(key) is None
             and _unschedulable(info)
             and (node := info.pod.nominated_node_name) in snapshot.nodes
             and snapshot.claim_for_node(node) is not None
@@ -209,11 +254,12 @@ class NominatedNodeNames:
 
     # --- one write ---------------------------------------------------------------------
 
-    async def _patch(self, pod: PodInfo, patch: Mapping[str, object]) -> str:
+    async def _patch(self, pod: PodInfo, patch: Mapping[str, object], *, level: int) -> str:
         async with self._slots:
             try:
-                await self.client.patch_status(PODS, pod.pod.name, patch,
-                                               namespace=pod.pod.namespace)  # fmt: skip
+                with priority_scope(level):
+                    await self.client.patch_status(PODS, pod.pod.name, patch,
+                                                   namespace=pod.pod.namespace)  # fmt: skip
             except NotFound:
                 return "gone"
             except Conflict:
@@ -233,3 +279,9 @@ def _unschedulable(info: PodInfo) -> bool:
     """What karpy would provision for, were it not for its nominatedNodeName."""
     pod = info.pod
     return pod.unschedulable_condition and not pod.is_daemonset_pod and not pod.is_static_pod
+
+
+def _cleared(snapshot: StateSnapshot, key: str, node: str) -> bool:
+    """Does ``snapshot`` show the pod without the name ``node`` (or gone)?"""
+    pod = snapshot.named.get(key)
+    return pod is None or pod.pod.nominated_node_name != node

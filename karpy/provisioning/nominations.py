@@ -120,6 +120,7 @@ class Nominations:
         target_state: Callable[[str], TargetState],
         now: float,
         fits: Callable[[str, str], bool] | None = None,
+        window_for: Callable[[str], float] | None = None,
     ) -> Pruned:
         """Drop the nominations that ended (see the module docstring) and say how each
         ended. ``pod_node(pod)`` is the name of the node the pod is bound to, "" while it
@@ -127,11 +128,16 @@ class Nominations:
         whether the target still exists, since when it has been initialized and which node
         it is. ``fits(pod, target)``, asked only of initialized targets, says whether the
         pod still fits what is free there: when kube-scheduler filled the node with other
-        pods, the nomination ends at once instead of after the window."""
+        pods, the nomination ends at once instead of after the window. ``window_for(pod)``,
+        when given, is the pod's own window (a pod that carries karpy's nominatedNodeName
+        waits longer: kube-scheduler tries that node first, but may take minutes to reach
+        every pod of a large scale-up)."""
         live: dict[str, str] = {}
         ended: dict[str, Ended] = {}
         for pod, nomination in self._by_pod.items():
-            outcome = self._outcome(pod, nomination, pod_node, target_state, now=now, fits=fits)
+            window = self.window if window_for is None else window_for(pod)
+            outcome = self._outcome(pod, nomination, pod_node, target_state, now=now, fits=fits,
+                                    window=window)  # fmt: skip
             if outcome is None:
                 live[pod] = nomination.target
             else:
@@ -149,6 +155,7 @@ class Nominations:
         *,
         now: float,
         fits: Callable[[str, str], bool] | None,
+        window: float,
     ) -> Ended | None:
         """How ``pod``'s nomination has ended, or None while it holds."""
         node = pod_node(pod)
@@ -165,6 +172,6 @@ class Nominations:
             return None
         if fits is not None and not fits(pod, nomination.target):
             return Ended.NO_ROOM
-        if now - max(target.initialized_at, nomination.at) > self.window:
+        if now - max(target.initialized_at, nomination.at) > window:
             return Ended.EXPIRED
         return None

@@ -65,12 +65,13 @@ class NominationOutcomes:
         fits: Callable[[str, str], bool] | None = None,
         in_flight: Container[str] = (),
         on_ended: Callable[[Mapping[str, Ended]], None] | None = None,
+        window_for: Callable[[str], float] | None = None,
     ) -> dict[str, str]:
         """End the nominations that ended in ``snapshot`` and count them; the rest, pod
         key -> target. ``fits`` is `Nominations.prune`'s (can the pod still go on its
         initialized target?); ``in_flight`` names NodeClaims created that the informer has
         not delivered yet (they exist, uninitialized); ``on_ended`` is told how each
-        nomination that ended did."""
+        nomination that ended did; ``window_for`` is `Nominations.prune`'s."""
         states: dict[str, TargetState] = {}  # many pods share a target: read it once
 
         def state_of(target: str) -> TargetState:
@@ -79,7 +80,8 @@ class NominationOutcomes:
                 state = states[target] = target_state(snapshot, target, now, in_flight=in_flight)
             return state
 
-        pruned = nominations.prune(lambda pod: pod_node(snapshot, pod), state_of, now, fits=fits)
+        pruned = nominations.prune(lambda pod: pod_node(snapshot, pod), state_of, now, fits=fits,
+                                   window_for=window_for)  # fmt: skip
         for pod, outcome in pruned.ended.items():
             if outcome.still_pending:
                 self._replanned.add(pod)

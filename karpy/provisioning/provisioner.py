@@ -317,8 +317,9 @@ class Provisioner:
                                        in_flight=self._created)  # fmt: skip
         if self.state.synced():
             hints.adopt(snapshot, self.nominations, now)
+        window_for = hints.window_for(snapshot, self.nominations.window)
         live = self.outcomes.prune(self.nominations, snapshot, now, fits=fits,
-                                   in_flight=self._created,
+                                   in_flight=self._created, window_for=window_for,
                                    on_ended=lambda ended: hints.ended(ended, snapshot))  # fmt: skip
         hints.sweep(live, snapshot)
         return live

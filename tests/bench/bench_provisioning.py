@@ -312,7 +312,26 @@ def _controller_figures(karpy: ControllerProcess) -> dict[str, Any]:
         "lease_renew_max_seconds": longest_renewal,
     }
     return {**{k: rounded(v) for k, v in figures.items()},
-            "lease_renewals": int(scrape.count(renew))}  # fmt: skip
+            "lease_renewals": int(scrape.count(renew)),
+            **_plan_figures(scrape)}  # fmt: skip
+
+
+def _plan_figures(scrape: Scrape) -> dict[str, Any]:
+    """Planned versus launched (NodeClaims by plan), how nominations ended, and the
+    nominatedNodeName writes: does kube-scheduler follow the plan?"""
+
+    def by(name: str, *labels: str) -> dict[str, int]:
+        return {
+            "/".join(found[label] for label in labels): int(value)
+            for n, found, value in scrape.samples
+            if n == name and value
+        }
+
+    return {
+        "nodeclaims_by_plan": by("karpy_provisioning_nodeclaims_total", "plan"),
+        "nominations_ended": by("karpy_nominations_ended_total", "outcome"),
+        "nominated_node_names": by("karpy_nominated_node_names_total", "action", "result"),
+    }
 
 
 def _verb_is(verb: str) -> Callable[[Mapping[str, str]], bool]:

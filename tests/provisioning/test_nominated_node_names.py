@@ -13,7 +13,7 @@ from karpy.apis.labels import TAINT_UNREGISTERED
 from karpy.apis.nodeclaim import NodeClaim
 from karpy.lifecycle.launch import launch
 from karpy.lifecycle.registration import register
-from karpy.provisioning.nodenames import NominatedNodeNames
+from karpy.provisioning.nodenames import NAMED_WINDOW, NominatedNodeNames
 from karpy.provisioning.nominations import Ended
 from tests import factories as f
 from tests.fixtures.waiting import eventually
@@ -160,6 +160,27 @@ async def test_the_hint_is_cleared_when_the_nomination_ends_with_the_pod_unbound
         assert c.nominated_to("x") not in (None, claim)
 
 
+async def test_a_named_pod_waits_longer_on_its_node_before_its_plan_is_given_up(apiserver):
+    """kube-scheduler tries a named node first, but at scale reaches every pod only after
+    minutes: the window of a pod carrying karpy's name is `NAMED_WINDOW`, not 20 s."""
+    async with cluster(apiserver, hints=True) as c:
+        c.pending_pod("x")
+        await c.round()
+        (claim,) = c.claims()
+        node = c.initialize(claim)
+        await c.round()
+        await eventually(lambda: nominated_node_name(c, "x") == node)
+        await c.world.settled()
+
+        await c.clock.advance(c.provisioner.nominations.window + 1)
+        await c.round()
+        assert c.ended(Ended.EXPIRED) == 0 and c.nominated_to("x") == claim
+        await c.clock.advance(NAMED_WINDOW)
+        await c.round()
+        assert c.ended(Ended.EXPIRED) == 1
+        await eventually(lambda: nominated_node_name(c, "x") is None)
+
+
 async def test_a_hint_bound_to_its_node_is_left_to_the_api_server(apiserver):
     async with cluster(apiserver, hints=True) as c:
         c.pending_pod("x")
@@ -200,7 +221,7 @@ async def test_after_a_restart_hints_on_karpys_nodes_are_taken_back_and_end_as_b
         assert c.nominated_to("x") == claim, "taken back from the pod's nominatedNodeName"
         assert c.nominated_to("other") is None, "not a node karpy made"
 
-        await c.clock.advance(c.provisioner.nominations.window + 1)
+        await c.clock.advance(NAMED_WINDOW + 1)  # a named pod waits longer than others
         async with running(restarted):
             await c.round()
             assert c.ended(Ended.EXPIRED) == 1
@@ -218,3 +239,38 @@ async def test_without_the_setting_no_pod_is_written(apiserver):
         assert c.lifecycle().name_nominated is None
         assert nominated_node_name(c, "x") is None
         assert c.nominated_to("x") == claim and node
+
+
+async def test_a_name_being_cleared_is_not_taken_back_before_the_clear_is_seen(apiserver):
+    """A nomination that ended queues its clear; until the informer shows the pod without
+    the name, the name is not "someone's to take back" (else the pod waits a whole window
+    on a nomination karpy has just given up)."""
+    async with cluster(apiserver) as c:  # no writer running: the clear stays queued
+        c.pending_pod("x")
+        await c.round()
+        (claim,) = c.claims()
+        node = c.initialize(claim)
+        pod = c.store.get("pods", "x", "default")
+        pod["status"]["nominatedNodeName"] = node
+        c.store.update_status("pods", pod)
+        await c.world.settled()
+        snapshot = c.world.state.snapshot()
+        hints = NominatedNodeNames(c.world.client)
+        nominations = type(c.provisioner.nominations)()
+        assert hints.adopt(snapshot, nominations, now=0.0) == 1  # karpy's name, not held
+        hints.ended({"default/x": Ended.EXPIRED}, snapshot)
+        nominations = type(c.provisioner.nominations)()
+        assert not hints.adoptable(snapshot, nominations)
+        assert hints.adopt(snapshot, nominations, now=0.0) == 0
+
+        pod = c.store.get("pods", "x", "default")
+        del pod["status"]["nominatedNodeName"]
+        c.store.update_status("pods", pod)  # the clear, as the informer will show it
+        await c.world.settled()
+        assert hints.adopt(c.world.state.snapshot(), nominations, now=0.0) == 0
+        # Once seen cleared, a name on karpy's node is karpy's to take back again.
+        pod = c.store.get("pods", "x", "default")
+        pod["status"]["nominatedNodeName"] = node
+        c.store.update_status("pods", pod)
+        await c.world.settled()
+        assert hints.adopt(c.world.state.snapshot(), nominations, now=0.0) == 1
