@@ -17,6 +17,9 @@
   run's other workers read it (~15 ms). It is immutable, so a test that is not about
   fetching hands it to its provider (``catalog=``) instead of having the provider fetch
   its own copy.
+- ``one_root_ca_bundle`` (session, automatic): the CA bundle of the shared botocore
+  session, one root instead of the default ~150 (the tests' clients never use TLS, but
+  each loaded the whole bundle).
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ from __future__ import annotations
 import asyncio
 import os
 import pickle
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from aiobotocore.session import get_session
+from botocore.httpsession import get_cert_path
 
 from karpy.cloud.aws.clients import AWSClients
 from karpy.cloud.aws.instancetypes.catalog import Catalog, fetch_catalog
@@ -36,7 +41,6 @@ from karpy.sandbox.aws.server import MotoServer
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
-    from pathlib import Path
 
     from karpy.sandbox.aws.faults import EC2Faults
 
@@ -47,6 +51,22 @@ CREDENTIALS = ("testing", "testing")
 # again (~0.15 s per client), a shared one keeps them. Sessions are not bound to an event
 # loop; the clients made from it are, and each test makes its own.
 SHARED_SESSION = get_session()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_root_ca_bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The shared session's CA bundle: the first root of botocore's default one (certifi's),
+    alone. Each client builds its TLS context when it first connects, loading its bundle
+    whether it uses TLS or not: the ~150 roots cost 13 ms of CPU per client, three to
+    five clients a test. The tests' clients speak plain HTTP to loopback and never use it."""
+    text = Path(get_cert_path(True)).read_text(encoding="utf-8")
+    end = "-----END CERTIFICATE-----"
+    first = text[text.index("-----BEGIN CERTIFICATE-----") : text.index(end) + len(end)]
+    bundle = tmp_path_factory.mktemp("ca") / "one-root.pem"
+    bundle.write_text(first + "\n", encoding="utf-8")
+    SHARED_SESSION.set_config_variable("ca_bundle", str(bundle))
+    yield bundle
+    SHARED_SESSION.set_config_variable("ca_bundle", None)
 
 
 @pytest.fixture(scope="session")
