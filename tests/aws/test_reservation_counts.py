@@ -32,6 +32,7 @@ from tests.kube.fakeclock import FakeClock
 if TYPE_CHECKING:
     from karpy.apis.nodeclaim import NodeClaim
     from karpy.cloud.aws.clients import AWSClients
+    from karpy.cloud.aws.instancetypes.catalog import Catalog
     from karpy.cloud.provider import Instance
     from karpy.sandbox.aws.seed import Account
 
@@ -133,7 +134,11 @@ class World:
                 if o.capacity_type == "reserved"]  # fmt: skip
 
 
-async def world(account: Account, clients: AWSClients, reservation_id: str) -> World:
+async def world(
+    account: Account, clients: AWSClients, catalog: Catalog, reservation_id: str
+) -> World:
+    """A provider whose class selects ``reservation_id``, on the session's catalogue (what
+    these tests check is counting, not fetching: prices stay the static table's)."""
     spec = {"capacityReservationSelectorTerms": [{"id": reservation_id}]}
     base = nodeclass(account, spec=spec)
     resolved = await resolve(base, clients, cluster_name=account.cluster_name,
@@ -148,6 +153,7 @@ async def world(account: Account, clients: AWSClients, reservation_id: str) -> W
         client=None,  # type: ignore[arg-type]  # nothing here reaches the API server
         state=state,
         unavailable=UnavailableOfferings(),
+        catalog=catalog,
     )
     built = World(provider, nc, clients)
     await built.resync()
@@ -170,10 +176,10 @@ def as_launched(nc: NodeClaim, instance: Instance) -> NodeClaim:
 
 
 async def test_a_full_reservation_falls_through_to_on_demand_and_a_termination_frees_it(
-    aws_account: Account, aws_clients: AWSClients
+    aws_account: Account, aws_clients: AWSClients, moto_catalog: Catalog
 ) -> None:
     rid = await reserve(aws_clients, 2)
-    w = await world(aws_account, aws_clients, rid)
+    w = await world(aws_account, aws_clients, moto_catalog, rid)
     assert await w.reserved_room() == [(True, 2)]
 
     launched = [await w.provider.create(claim(f"claim-{i}", "reserved", "on-demand"))
@@ -194,12 +200,12 @@ async def test_a_full_reservation_falls_through_to_on_demand_and_a_termination_f
 
 
 async def test_a_reservation_filled_behind_karpys_back_is_marked_full_by_the_refusal(
-    aws_account: Account, aws_clients: AWSClients
+    aws_account: Account, aws_clients: AWSClients, moto_catalog: Catalog
 ) -> None:
     rid = await reserve(aws_clients, 1)
-    w = await world(aws_account, aws_clients, rid)
+    w = await world(aws_account, aws_clients, moto_catalog, rid)
     # Someone else takes the place after karpy read the count.
-    other = await world(aws_account, aws_clients, rid)
+    other = await world(aws_account, aws_clients, moto_catalog, rid)
     await other.provider.create(claim("theirs", "reserved"))
     assert await ec2_available(aws_clients, rid) == 0
     assert await w.reserved_room() == [(True, 1)]  # karpy does not know yet

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from karpy.base.clock import Clock
     from karpy.base.component import Component
     from karpy.cloud.aws.clients import AWSClients
+    from karpy.cloud.aws.instancetypes.catalog import Catalog
     from karpy.cloud.provider import Instance, RepairPolicy
     from karpy.cloud.unavailable import UnavailableOfferings
     from karpy.kube.client import KubeClient
@@ -99,7 +100,10 @@ class AWSCloudProvider:
         clock: Clock = SYSTEM_CLOCK,
         controller_metrics: ControllerMetrics | None = None,
         metrics: Metrics | None = None,
+        catalog: Catalog | None = None,
     ) -> None:
+        """``catalog`` starts the instance-type provider with an already fetched catalog
+        (tests that share one fetch); without it the first question fetches one."""
         self.settings = settings
         self.clients = clients
         self.client = client
@@ -113,6 +117,7 @@ class AWSCloudProvider:
         self.instance_types = InstanceTypeProvider(
             clients, settings, unavailable=unavailable, clock=clock, learned=self.learned,
             metrics=InstanceTypeMetrics(metrics.registry) if metrics is not None else None,
+            catalog=catalog,
         )  # fmt: skip
         self._launcher: InstanceLauncher | None = None
         self._launcher_lock = asyncio.Lock()

@@ -165,12 +165,8 @@ async def test_the_aws_provider_publishes_into_the_controllers_registry(
     cloud = AWSCloudProvider(Settings(cluster_name="test-cluster"), aws_clients,
                              client=None,  # type: ignore[arg-type]  # no API server calls
                              state=state_from_objects([]),
-                             unavailable=UnavailableOfferings(), metrics=metrics)  # fmt: skip
-    # the same gauges on a provider that starts from the session's catalogue
-    cloud.instance_types = InstanceTypeProvider(
-        aws_clients, cloud.settings, unavailable=cloud.unavailable, catalog=moto_catalog,
-        metrics=cloud.instance_types.metrics,
-    )  # fmt: skip
+                             unavailable=UnavailableOfferings(), metrics=metrics,
+                             catalog=moto_catalog)  # fmt: skip
     cloud.instance_types.list(make_nodeclass())
     value = metrics.registry.get_sample_value(f"{PREFIX}cpu_cores", {"instance_type": "m5.large"})
     assert value == 2
