@@ -128,7 +128,8 @@ def test_kube_scheduler_follows_the_plan_it_is_told_and_nothing_is_bought_twice(
     NodeClaim is bought again."""
     pool = yaml.safe_load((EXAMPLES / "sandbox" / "nodepool.yaml").read_text())
     pool["spec"]["template"]["spec"]["requirements"].append(
-        {"key": "karpenter.kwok.sh/instance-cpu", "operator": "In", "values": ["2", "4"]})
+        {"key": "karpenter.kwok.sh/instance-cpu", "operator": "In", "values": ["2", "4"]}
+    )
     with running_karpy(tmp_path, nodepool=pool) as run:
         api = run.api
         for i, cpu in enumerate(("250m", "500m", "1", "1500m", "2")):
