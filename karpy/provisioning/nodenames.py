@@ -127,6 +127,8 @@ class NominatedNodeNames:
         """Name ``node`` on each of ``pods`` that is unbound, active and carries no
         nomination; how many were written. Waits for the writes."""
         todo = [p for p in pods if self._wants(node, p)]
+        for pod in todo:
+            self._set[pod.key] = node  # claimed now: a round's catch-up does not write it too
         results = await asyncio.gather(*(self._write_set(node, p, level=AWAITED_SET)
                                          for p in todo))  # fmt: skip
         return sum(results)
@@ -169,13 +171,14 @@ class NominatedNodeNames:
         self._queue.put_nowait((0 if not node else 1, next(self._order), node, pod))
 
     async def _write_set(self, node: str, pod: PodInfo, *, level: int) -> bool:
-        self._set[pod.key] = node
+        """Write ``node`` on ``pod`` (claimed in ``_set`` by the caller); on a refusal the
+        claim goes, so a later round's catch-up may try again with the pod as it is then."""
         patch = {"metadata": {"resourceVersion": pod.resource_version},
                  "status": {"nominatedNodeName": node}}  # fmt: skip
         result = await self._patch(pod, patch, level=level)
         self._count("set", result)
-        if result != "written":
-            self._set.pop(pod.key, None)
+        if result != "written" and self._set.get(pod.key) == node:
+            del self._set[pod.key]
         return result == "written"
 
     # --- clearing --------------------------------------------------------------------

@@ -295,21 +295,13 @@ class Provisioner:
         for name in [n for n, (_, at) in self._created.items()
                      if n in snapshot.nodeclaims or self.clock.monotonic() - at > 60]:  # fmt: skip
             del self._created[name]
-        free: dict[str, dict[str, int] | None] = {}
+        accepted: dict[str, frozenset[str] | None] = {}
 
         def fits(pod_key: str, target: str) -> bool:
-            if target not in free:
-                free[target] = _free_on(snapshot, target)
-            room = free[target]
-            info = snapshot.pods.get(pod_key)  # pending, or carrying our nominatedNodeName
-            if room is None or info is None:
-                return True
-            if not resource_fits(info.pod.requests, room):
-                return False
-            node_name = snapshot.node_of_claim.get(target, target)
-            node = snapshot.nodes[node_name]  # room is known: the node exists
-            bound = (i.pod for i in snapshot.pods_on(node_name))
-            return not shut_out_by_anti_affinity(info.pod, node.node.labels, bound)
+            if target not in accepted:
+                accepted[target] = self._room_holds(snapshot, target)
+            holds = accepted[target]
+            return holds is None or pod_key in holds
 
         hints = self.hints
         if hints is None:
@@ -323,6 +315,35 @@ class Provisioner:
                                    on_ended=lambda ended: hints.ended(ended, snapshot))  # fmt: skip
         hints.sweep(live, snapshot)
         return live
+
+    def _room_holds(self, snapshot: StateSnapshot, target: str) -> frozenset[str] | None:
+        """Which of the pods nominated to initialized ``target`` its room still holds; None
+        while it has no node. In kube-scheduler's queue order (oldest first), each pod
+        takes its requests from what the bound pods and the pods before it leave, and
+        must not be kept apart from the bound pods by required anti-affinity. The rest no
+        longer fit: kube-scheduler placed other pods there, and a node named on more pods
+        than it holds takes none of them (each counts the others' room as taken)."""
+        room = _free_on(snapshot, target)
+        if room is None:
+            return None
+        node_name = snapshot.node_of_claim.get(target, target)
+        node = snapshot.nodes[node_name]  # room is known: the node exists
+        bound = [i.pod for i in snapshot.pods_on(node_name)]
+        waiting = [
+            info
+            for key in self.nominations.pods_for(target)
+            if (info := snapshot.pods.get(key)) is not None and not info.pod.node_name
+        ]
+        waiting.sort(key=lambda i: (i.pod.creation_timestamp, i.key))
+        holds: set[str] = set()
+        for info in waiting:
+            if not resource_fits(info.pod.requests, room):
+                continue
+            if shut_out_by_anti_affinity(info.pod, node.node.labels, bound):
+                continue
+            room = {name: left - info.pod.requests.get(name, 0) for name, left in room.items()}
+            holds.add(info.key)
+        return frozenset(holds)
 
     def _nominate(self, pods: Sequence[Pod], target: str, kind: str) -> None:
         # Placeholders hold room by being scheduled each round, not by nominations (which

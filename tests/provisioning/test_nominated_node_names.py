@@ -274,3 +274,29 @@ async def test_a_name_being_cleared_is_not_taken_back_before_the_clear_is_seen(a
         c.store.update_status("pods", pod)
         await c.world.settled()
         assert hints.adopt(c.world.state.snapshot(), nominations, now=0.0) == 1
+
+
+async def test_a_node_named_on_more_pods_than_it_holds_keeps_the_oldest_and_lets_the_rest_go(
+    apiserver,
+):
+    """kube-scheduler counts every other pod named on a node as taking its room, so a node
+    named on more pods than it holds takes none of them. karpy keeps the nominations the
+    room holds, in kube-scheduler's queue order, and ends the rest at once (no_room)."""
+    async with cluster(apiserver, hints=True) as c:
+        c.pending_pod("x")  # one per node
+        await c.round()
+        (claim,) = c.claims()
+        node = c.initialize(claim)
+        await c.round()
+        await eventually(lambda: nominated_node_name(c, "x") == node)
+        c.pending_pod("y")
+        pod = c.store.get("pods", "y", "default")
+        pod["status"]["nominatedNodeName"] = node  # as a previous leader may have left it
+        c.store.update_status("pods", pod)
+        await c.round()
+
+        assert c.nominated_to("x") == claim
+        assert c.ended(Ended.NO_ROOM) == 1
+        await eventually(lambda: nominated_node_name(c, "y") is None)
+        await c.round()
+        assert c.nominated_to("y") not in (None, claim), "y is planned elsewhere"
