@@ -439,11 +439,14 @@ def _wait_running(api: Api, karpy: ControllerProcess, pods: int, since: float) -
 def _client_budget() -> dict[str, str]:
     """``KUBE_CLIENT_QPS``/``KUBE_CLIENT_BURST`` for the controller: Karpenter's defaults
     (200/300) unless ``KARPY_BENCH_KUBE_CLIENT_QPS`` sets the rate (burst 1.5 times it),
-    the setting docs/scale.md recommends for scale-ups of thousands of nodes."""
+    the setting docs/scale.md recommends for scale-ups of thousands of nodes; and
+    ``NOMINATED_NODE_NAMES`` when ``KARPY_BENCH_NOMINATED_NODE_NAMES`` sets it."""
     qps = os.environ.get("KARPY_BENCH_KUBE_CLIENT_QPS")
+    names = os.environ.get("KARPY_BENCH_NOMINATED_NODE_NAMES")  # "false": compare without
+    options = {"NOMINATED_NODE_NAMES": names} if names else {}
     if not qps:
-        return {}
-    return {"KUBE_CLIENT_QPS": qps, "KUBE_CLIENT_BURST": str(int(int(qps) * 1.5))}
+        return options
+    return {**options, "KUBE_CLIENT_QPS": qps, "KUBE_CLIENT_BURST": str(int(int(qps) * 1.5))}
 
 
 def _idle(pid: int, window: float = 30.0, longest: float = 300.0) -> dict[str, Any]:
