@@ -29,6 +29,26 @@ def writes(c: Cluster, action: str, result: str) -> float:
     return c._sample("karpy_nominated_node_names_total", {"action": action, "result": result})
 
 
+def name_directly(c: Cluster, pod: str, node: str) -> None:
+    """Write ``node`` as ``pod``'s nominatedNodeName as another writer would."""
+    obj = c.store.get("pods", pod, "default")
+    obj["status"]["nominatedNodeName"] = node
+    c.store.update_status("pods", obj)
+
+
+async def x_named_on_its_node(c: Cluster) -> tuple[str, str]:
+    """Pod x (1200m: one per node) planned onto a NodeClaim whose node then registered
+    (not by karpy's lifecycle here), and named on it by the next round's catch-up; the
+    NodeClaim's and the node's names."""
+    c.pending_pod("x")
+    await c.round()
+    (claim,) = c.claims()
+    node = c.initialize(claim)
+    await c.round()
+    await eventually(lambda: nominated_node_name(c, "x") == node)
+    return claim, node
+
+
 async def launched(c: Cluster, claim_name: str) -> str:
     """Launch ``claim_name`` in the fake cloud (which writes its Node, still tainted
     unregistered); the Node's name."""
@@ -87,12 +107,7 @@ async def test_a_pod_planned_onto_a_node_that_exists_is_named_at_once(apiserver)
 
 async def test_a_named_pod_still_takes_its_room_in_the_next_round(apiserver):
     async with cluster(apiserver, hints=True) as c:
-        c.pending_pod("x")  # one per node
-        await c.round()
-        (claim,) = c.claims()
-        node = c.initialize(claim)
-        await c.round()
-        await eventually(lambda: nominated_node_name(c, "x") == node)
+        claim, _node = await x_named_on_its_node(c)
         await c.world.settled()
 
         c.pending_pod("y")
@@ -108,9 +123,7 @@ async def test_another_components_nomination_is_never_overwritten(apiserver):
         await c.round()
         (claim,) = c.claims()
         node = await launched(c, claim)
-        pod = c.store.get("pods", "x", "default")
-        pod["status"]["nominatedNodeName"] = "preempting-somewhere"
-        c.store.update_status("pods", pod)
+        name_directly(c, "x", "preempting-somewhere")
         await c.world.settled()
 
         assert await c.provisioner.name_nominated(claim, node) == 0
@@ -139,12 +152,7 @@ async def test_a_pod_that_changed_since_the_snapshot_is_left_alone(apiserver):
 @pytest.mark.parametrize("ending", ["no_room", "target_gone"])
 async def test_the_hint_is_cleared_when_the_nomination_ends_with_the_pod_unbound(apiserver, ending):
     async with cluster(apiserver, hints=True) as c:
-        c.pending_pod("x")
-        await c.round()
-        (claim,) = c.claims()
-        node = c.initialize(claim)
-        await c.round()  # named by the round's catch-up (registration was not karpy's here)
-        await eventually(lambda: nominated_node_name(c, "x") == node)
+        claim, node = await x_named_on_its_node(c)
         if ending == "no_room":  # something else took x's room before kube-scheduler got to x
             c.store.create("pods", f.pod("intruder", requests={"cpu": "1200m"}, node_name=node))
         else:
@@ -164,12 +172,7 @@ async def test_a_named_pod_waits_longer_on_its_node_before_its_plan_is_given_up(
     """kube-scheduler tries a named node first, but at scale reaches every pod only after
     minutes: the window of a pod carrying karpy's name is `NAMED_WINDOW`, not 20 s."""
     async with cluster(apiserver, hints=True) as c:
-        c.pending_pod("x")
-        await c.round()
-        (claim,) = c.claims()
-        node = c.initialize(claim)
-        await c.round()
-        await eventually(lambda: nominated_node_name(c, "x") == node)
+        claim, _node = await x_named_on_its_node(c)
         await c.world.settled()
 
         await c.clock.advance(c.provisioner.nominations.window + 1)
@@ -183,12 +186,7 @@ async def test_a_named_pod_waits_longer_on_its_node_before_its_plan_is_given_up(
 
 async def test_a_hint_bound_to_its_node_is_left_to_the_api_server(apiserver):
     async with cluster(apiserver, hints=True) as c:
-        c.pending_pod("x")
-        await c.round()
-        (claim,) = c.claims()
-        node = c.initialize(claim)
-        await c.round()  # named by the round's catch-up (registration was not karpy's here)
-        await eventually(lambda: nominated_node_name(c, "x") == node)
+        _claim, node = await x_named_on_its_node(c)
         c.bind("x", node)
         await c.round()
         assert c.ended(Ended.BOUND_TO_TARGET) == 1
@@ -197,12 +195,7 @@ async def test_a_hint_bound_to_its_node_is_left_to_the_api_server(apiserver):
 
 async def test_after_a_restart_hints_on_karpys_nodes_are_taken_back_and_end_as_before(apiserver):
     async with cluster(apiserver, hints=True) as c:
-        c.pending_pod("x")
-        await c.round()
-        (claim,) = c.claims()
-        node = c.initialize(claim)
-        await c.round()  # named by the round's catch-up (registration was not karpy's here)
-        await eventually(lambda: nominated_node_name(c, "x") == node)
+        claim, _node = await x_named_on_its_node(c)
         other = c.store.create("pods", f.pod("other", requests={"cpu": "100m"}))
         other["status"] = {"phase": "Pending", "nominatedNodeName": "not-karpys"}
         c.store.update_status("pods", other)
@@ -250,9 +243,7 @@ async def test_a_name_being_cleared_is_not_taken_back_before_the_clear_is_seen(a
         await c.round()
         (claim,) = c.claims()
         node = c.initialize(claim)
-        pod = c.store.get("pods", "x", "default")
-        pod["status"]["nominatedNodeName"] = node
-        c.store.update_status("pods", pod)
+        name_directly(c, "x", node)
         await c.world.settled()
         snapshot = c.world.state.snapshot()
         hints = NominatedNodeNames(c.world.client)
@@ -269,9 +260,7 @@ async def test_a_name_being_cleared_is_not_taken_back_before_the_clear_is_seen(a
         await c.world.settled()
         assert hints.adopt(c.world.state.snapshot(), nominations, now=0.0) == 0
         # Once seen cleared, a name on karpy's node is karpy's to take back again.
-        pod = c.store.get("pods", "x", "default")
-        pod["status"]["nominatedNodeName"] = node
-        c.store.update_status("pods", pod)
+        name_directly(c, "x", node)
         await c.world.settled()
         assert hints.adopt(c.world.state.snapshot(), nominations, now=0.0) == 1
 
@@ -283,16 +272,9 @@ async def test_a_node_named_on_more_pods_than_it_holds_keeps_the_oldest_and_lets
     named on more pods than it holds takes none of them. karpy keeps the nominations the
     room holds, in kube-scheduler's queue order, and ends the rest at once (no_room)."""
     async with cluster(apiserver, hints=True) as c:
-        c.pending_pod("x")  # one per node
-        await c.round()
-        (claim,) = c.claims()
-        node = c.initialize(claim)
-        await c.round()
-        await eventually(lambda: nominated_node_name(c, "x") == node)
+        claim, node = await x_named_on_its_node(c)
         c.pending_pod("y")
-        pod = c.store.get("pods", "y", "default")
-        pod["status"]["nominatedNodeName"] = node  # as a previous leader may have left it
-        c.store.update_status("pods", pod)
+        name_directly(c, "y", node)  # as a previous leader may have left it
         await c.round()
 
         assert c.nominated_to("x") == claim
