@@ -75,7 +75,7 @@ CASES = [
     ("feature_gates", "NodeOverlay=true", FeatureGates(node_overlay=True),
      "SpotToSpotConsolidation=true, ReservedCapacity=false",
      FeatureGates(spot_to_spot_consolidation=True, reserved_capacity=False)),
-    ("nominated_node_names", "false", False, "true", True),
+    ("nominated_node_names", "true", True, "false", False),
     ("legacy_node_repair", "true", True, "false", False),
     ("aws_feature_gates", "NodeClassCEL=true", AWSFeatureGates(node_class_cel=True),
      "NodeClassCEL=false, RebootForRepair=true",

@@ -35,8 +35,12 @@ the pod is left to kube-scheduler.
 
 kube-scheduler before 1.35 (or with the gate off) reads the field as a preemption in
 progress: it still tries the node first, but clears the field after a failed attempt;
-karpy sets it once per nomination and does not fight that. ``NOMINATED_NODE_NAMES=false``
-turns all of this off.
+karpy sets it once per nomination and does not fight that.
+
+All of this is off unless ``NOMINATED_NODE_NAMES=true``: it buys fewer nodes (a 40,000-pod
+scale-up in the sandbox: 9,078 NodeClaims against 11,055, a tenth bought again against
+44%), but it costs about one write per pod, and there the scale-up took longer (every pod
+Running 435 s after the last was created, against 317 s). docs/scale.md has the figures.
 
 [scale.md]: ../../docs/scale.md
 """

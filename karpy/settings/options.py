@@ -98,9 +98,10 @@ OPTIONS: tuple[Option, ...] = (
            "PodDeletionCostManagement=false",
            _gates(FeatureGates), "Core gates, Name=true|false,...; unknown names are "
            "ignored with a warning.", "provisioning", "GATES"),
-    Option("nominated_node_names", "true", _bool, "karpy: write status.nominatedNodeName on "
-           "the pods planned onto a node, so kube-scheduler (1.35+) binds them where karpy "
-           "planned and keeps their room.", "provisioning", _BOOL),
+    Option("nominated_node_names", "false", _bool, "karpy: write status.nominatedNodeName "
+           "on the pods planned onto a node, so kube-scheduler (1.35+) binds them where karpy "
+           "planned and keeps their room (fewer nodes bought; slower at tens of thousands "
+           "of pods).", "provisioning", _BOOL),
     Option("legacy_node_repair", "false", _bool, "With gate NodeRepair, keep the pre-1.15 "
            "node.health controller (forceful replacement, 20% breaker) instead of repair as "
            "a budgeted disruption method.", "provisioning", _BOOL),

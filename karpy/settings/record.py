@@ -45,7 +45,7 @@ class Settings:
     min_values_policy: str = "Strict"
     ignore_dra_requests: bool = True
     feature_gates: FeatureGates = attrs.field(factory=FeatureGates)
-    nominated_node_names: bool = True
+    nominated_node_names: bool = False
     legacy_node_repair: bool = False
     aws_feature_gates: AWSFeatureGates = attrs.field(factory=AWSFeatureGates)
     cloud_provider: str = "aws"

@@ -123,7 +123,6 @@ def test_core_role_writes_only_what_karpy_writes(default_objects):
         ("", "nodes", "patch"),
         ("", "nodes", "delete"),
         ("", "pods/eviction", "create"),
-        ("", "pods/status", "patch"),
         ("", "pods", "delete"),
         ("", "events", "create"),
     }
@@ -148,13 +147,13 @@ def test_the_pod_deletion_cost_gate_adds_pod_patch_and_nothing_else():
     ]
 
 
-def test_turning_nominated_node_names_off_drops_the_pod_status_patch_and_nothing_else():
+def test_nominated_node_names_adds_the_pod_status_patch_and_nothing_else():
     plain = rules_of(render_chart())
-    off = rules_of(render_chart({"settings": {"nominatedNodeNames": False}}))
-    assert [rule for _, _, rule in plain if rule not in [r for _, _, r in off]] == [
+    named = rules_of(render_chart({"settings": {"nominatedNodeNames": True}}))
+    added = [rule for rule in named if rule not in plain]
+    assert [rule for _, _, rule in added] == [
         {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]}
     ]
-    assert all(rule in plain for rule in off)
 
 
 def test_additional_cluster_role_rules_are_appended_to_the_core_role():

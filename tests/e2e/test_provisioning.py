@@ -130,7 +130,7 @@ def test_kube_scheduler_follows_the_plan_it_is_told_and_nothing_is_bought_twice(
     pool["spec"]["template"]["spec"]["requirements"].append(
         {"key": "karpenter.kwok.sh/instance-cpu", "operator": "In", "values": ["2", "4"]}
     )
-    with running_karpy(tmp_path, nodepool=pool) as run:
+    with running_karpy(tmp_path, nodepool=pool, NOMINATED_NODE_NAMES="true") as run:
         api = run.api
         for i, cpu in enumerate(("250m", "500m", "1", "1500m", "2")):
             api.create("deployments", deployment(f"size-{i}", 60, cpu=cpu, memory="256Mi"))
