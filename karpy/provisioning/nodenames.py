@@ -58,7 +58,7 @@ from karpy.kube.resources import PODS
 from karpy.log import describe_error, get_logger
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
     from karpy.kube.client import KubeClient
     from karpy.observability.karpenter_metrics import KarpenterMetrics
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from karpy.state.records import PodInfo
     from karpy.state.snapshot import StateSnapshot
 
-__all__ = ["CONCURRENCY", "NominatedNodeNames"]
+__all__ = ["CONCURRENCY", "NominatedNodeNames", "node_of_target"]
 
 log = get_logger("provisioner")
 
@@ -153,7 +153,7 @@ class NominatedNodeNames:
         that)."""
         queued = 0
         for key, target in live.items():
-            node = target if target in snapshot.nodes else snapshot.node_of_claim.get(target)
+            node = node_of_target(snapshot, target)
             if not node or self._set.get(key) == node:
                 continue
             pod = snapshot.pods.get(key)
@@ -232,16 +232,8 @@ class NominatedNodeNames:
         for key in [k for k, node in self._clearing.items() if _cleared(snapshot, k, node)]:
             del self._clearing[key]
         adopted = 0
-        for key, info in snapshot.named.items():
-            if key in self._clearing or nominations.get(key) is not None:
-                continue
-            if not _unschedulable(info):
-                continue
-            node = info.pod.nominated_node_name
-            claim = snapshot.claim_for_node(node) if node in snapshot.nodes else None
-            if claim is None or claim.metadata.deletion_timestamp is not None:
-                continue
-            nominations.nominate((key,), claim.name, now)
+        for key, node, claim in self._takeable(snapshot, nominations):
+            nominations.nominate((key,), claim, now)
             self._set[key] = node
             adopted += 1
         if adopted:
@@ -250,14 +242,21 @@ class NominatedNodeNames:
 
     def adoptable(self, snapshot: StateSnapshot, nominations: Nominations) -> bool:
         """Is there a pod `adopt` would take (so a round is due)?"""
-        return any(
-            key not in self._clearing
-            and nominations.get(key) is None
-            and _unschedulable(info)
-            and (node := info.pod.nominated_node_name) in snapshot.nodes
-            and snapshot.claim_for_node(node) is not None
-            for key, info in snapshot.named.items()
-        )
+        return next(self._takeable(snapshot, nominations), None) is not None
+
+    def _takeable(
+        self, snapshot: StateSnapshot, nominations: Nominations
+    ) -> Iterator[tuple[str, str, str]]:
+        """(pod key, its name, the NodeClaim of that node) for each pod `adopt` takes."""
+        for key, info in snapshot.named.items():
+            if key in self._clearing or nominations.get(key) is not None:
+                continue
+            if not _unschedulable(info):
+                continue
+            node = info.pod.nominated_node_name
+            claim = snapshot.claim_for_node(node) if node in snapshot.nodes else None
+            if claim is not None and claim.metadata.deletion_timestamp is None:
+                yield key, node, claim.name
 
     # --- one write ---------------------------------------------------------------------
 
@@ -292,3 +291,8 @@ def _cleared(snapshot: StateSnapshot, key: str, node: str) -> bool:
     """Does ``snapshot`` show the pod without the name ``node`` (or gone)?"""
     pod = snapshot.named.get(key)
     return pod is None or pod.pod.nominated_node_name != node
+
+
+def node_of_target(snapshot: StateSnapshot, target: str) -> str | None:
+    """The Node a nomination target (a Node's or a NodeClaim's name) is, once it exists."""
+    return target if target in snapshot.nodes else snapshot.node_of_claim.get(target)

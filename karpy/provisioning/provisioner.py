@@ -55,6 +55,7 @@ from karpy.kube.events import Event, ObjectRef
 from karpy.kube.resources import NODECLAIMS
 from karpy.log import describe_error, get_logger, obj_ref
 from karpy.provisioning.conflicts import shut_out_by_anti_affinity
+from karpy.provisioning.nodenames import node_of_target
 from karpy.provisioning.nominations import Nominations
 from karpy.provisioning.outcomes import NominationOutcomes
 from karpy.reconcile import DONE, Result, requeue_after
@@ -359,7 +360,7 @@ class Provisioner:
             # A target whose node exists can be named at once; a NodeClaim still on its way
             # is named by registration, before its node can take pods (`name_nominated`).
             snapshot = self.state.snapshot()
-            node = target if target in snapshot.nodes else snapshot.node_of_claim.get(target)
+            node = node_of_target(snapshot, target)
             if node:
                 self.hints.set_later(node, _infos(snapshot, (p.key for p in pods)))
 

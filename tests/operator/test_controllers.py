@@ -40,3 +40,12 @@ def names(gate: bool) -> list[str]:
 @pytest.mark.parametrize("gate", [False, True])
 def test_the_capacitybuffer_controller_runs_only_with_its_gate(gate: bool) -> None:
     assert ("capacitybuffer" in names(gate)) is gate
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_pods_are_named_only_with_nominated_node_names(named: bool) -> None:
+    """NOMINATED_NODE_NAMES (off by default) alone starts the nominatedNodeName writer."""
+    settings = Settings(cluster_name="test", cloud_provider="fake", nominated_node_names=named)
+    built = [str(getattr(c, "name", "")) for c in components(settings)]
+    assert ("nominated-node-names" in built) is named
+    assert Settings(cluster_name="test", cloud_provider="fake").nominated_node_names is False

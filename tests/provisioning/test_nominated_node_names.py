@@ -222,18 +222,6 @@ async def test_after_a_restart_hints_on_karpys_nodes_are_taken_back_and_end_as_b
         assert nominated_node_name(c, "other") == "not-karpys"
 
 
-async def test_without_the_setting_no_pod_is_written(apiserver):
-    async with cluster(apiserver) as c:
-        c.pending_pod("x")
-        await c.round()
-        (claim,) = c.claims()
-        node = c.initialize(claim)
-        await c.round()
-        assert c.lifecycle().name_nominated is None
-        assert nominated_node_name(c, "x") is None
-        assert c.nominated_to("x") == claim and node
-
-
 async def test_a_name_being_cleared_is_not_taken_back_before_the_clear_is_seen(apiserver):
     """A nomination that ended queues its clear; until the informer shows the pod without
     the name, the name is not "someone's to take back" (else the pod waits a whole window
