@@ -256,7 +256,8 @@ class KarpenterMetrics:
         )
         self.disruption_failed_validations = Counter(
             "karpenter_voluntary_disruption_failed_validations_total",
-            "Decisions abandoned because they no longer held after the validation delay.",
+            "Decisions abandoned because they no longer held after the validation delay, "
+            "and candidates an emptiness decision went ahead without.",
             ["consolidation_type"],
             registry=r,
         )
