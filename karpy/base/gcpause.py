@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["gc_paused"]
+__all__ = ["gc_is_paused", "gc_paused"]
 
 _lock = threading.Lock()
 _holders = 0
@@ -44,3 +44,8 @@ def gc_paused() -> Iterator[None]:
             _holders -= 1
             if _holders == 0 and _was_enabled:
                 gc.enable()
+
+
+def gc_is_paused() -> bool:
+    """Whether some `gc_paused` block is running now (in any thread)."""
+    return _holders > 0

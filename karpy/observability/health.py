@@ -94,10 +94,13 @@ class LoopWatchdog:
     def worst_lag(self, now: float | None = None) -> float:
         now = time.monotonic() if now is None else now
         recorded = next((lag for when, lag in self._lags if now - when <= self.window), 0.0)
-        pending = 0.0
-        if self._waiting_since is not None:
-            pending = max(0.0, now - self._waiting_since - self.tick)
-        return max(recorded, pending)
+        return max(recorded, self.pending_lag(now))
+
+    def pending_lag(self, now: float) -> float:
+        """How late the tick still awaited is now (0 when it is not late). Safe to ask
+        from another thread (`karpy.observability.stalls`)."""
+        since = self._waiting_since
+        return 0.0 if since is None else max(0.0, now - since - self.tick)
 
     def health(self) -> tuple[bool, str]:
         worst = self.worst_lag()

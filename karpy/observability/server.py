@@ -74,7 +74,7 @@ class HTTPServers:
         return web.Response(status=200 if ready else 500, text=reason + "\n")
 
     async def _metrics(self, _: web.Request) -> web.Response:
-        body = self.metrics.exposition()
+        body = await self.metrics.exposition_off_loop()
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def run(self, stop: asyncio.Event) -> None:

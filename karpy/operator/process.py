@@ -175,6 +175,7 @@ async def controller(
 ) -> int:
     """Wire the runtime for ``settings`` and serve until a signal; the exit status."""
     # Imported here so a bad setting is reported without loading the Kubernetes client.
+    from karpy.operator.gcfreeze import GcFreezer  # noqa: PLC0415
     from karpy.operator.timings import RuntimeTimings  # noqa: PLC0415
     from karpy.operator.wiring import Runtime  # noqa: PLC0415
 
@@ -183,7 +184,10 @@ async def controller(
     runtime = await Runtime.create(settings, env=os.environ if env is None else env,
                                    timings=timings)  # fmt: skip
     try:
-        return await serve(Operator(settings, components=runtime.components))
+        # The collector's freezer is the process's (it freezes every object the process
+        # holds), so it runs here, not in the runtime that in-process tests build.
+        components = [*runtime.components, GcFreezer()]
+        return await serve(Operator(settings, components=components))
     finally:
         await runtime.close()
 

@@ -48,9 +48,11 @@ from karpy.kube.informer import Informer
 from karpy.kube.informers import InformerSet
 from karpy.kube.leaderelection import ElectionConfig, NoElection, default_identity
 from karpy.kube.transport import Transport, load_configuration
+from karpy.observability.gcwatch import GcWatch
 from karpy.observability.health import LoopWatchdog
 from karpy.observability.metrics import Metrics
 from karpy.observability.server import HTTPServers
+from karpy.observability.stalls import StallReporter
 from karpy.operator.coexistence import KarpenterWatch, event_target
 from karpy.operator.controllers import build_controllers
 from karpy.operator.freshness import FreshState, after_fresh_state
@@ -96,11 +98,13 @@ class Runtime:
                               capacity_buffers=settings.feature_gates.capacity_buffer)  # fmt: skip
         self.state = ClusterState(watched=[spec.name for spec in watch_specs])
         if not settings.disable_cluster_state_observability:
+            state_metrics = StateMetrics(self.state.snapshot)
             self.metrics.bind_cluster_state(
-                self.state.synced, lambda: len(self.state.snapshot().nodes),
+                self.state.synced, lambda: len(state_metrics.current().nodes),
                 self.state.unsynced_seconds,
             )  # fmt: skip
-            self.metrics.registry.register(StateMetrics(self.state.snapshot))
+            self.metrics.registry.register(state_metrics)
+            self.metrics.before_scrape.append(state_metrics.pin)
         self.state.subscribe(PodStartupObserver(self.metrics.karpenter.pods_startup_duration))
         # Events have their own token bucket, as client-go's broadcaster has its own client:
         # a burst of Events never delays a launch or a drain.
@@ -167,6 +171,8 @@ class Runtime:
         gate = self.elector.leading if settings.disable_controller_warmup else None
         self.informers = InformerSet(informers, gate=gate)
         self.watchdog = LoopWatchdog(metrics=self.metrics)
+        self.gc_watch = GcWatch(self.metrics)
+        self.stalls = StallReporter(self.watchdog)
         self.http = HTTPServers(
             metrics=self.metrics,
             watchdog=self.watchdog,
@@ -178,7 +184,8 @@ class Runtime:
             profiling=settings.enable_profiling,
         )
         self.components: list[Component] = [
-            self.http, self.watchdog, self.informers, self.coexistence,
+            self.http, self.watchdog, self.gc_watch, self.stalls,
+            self.informers, self.coexistence,
             After(self.http.started, self.coexistence.gate(self.elector)),
         ]  # fmt: skip
 

@@ -72,14 +72,27 @@ NODE_LABELS = (*(_metric_label(k) for k in _WELL_KNOWN), "node_name", "managed",
 
 
 class StateMetrics(Collector):
+    """The state's series, computed at collect time from a snapshot. Collections run on
+    a worker thread (`karpy.observability.metrics.Metrics.exposition_off_loop`); `pin`,
+    called on the event loop before each, takes the snapshot they read, so no
+    collection makes a snapshot while the loop is changing the state."""
+
     def __init__(self, snapshot: Callable[[], StateSnapshot]) -> None:
         self.snapshot = snapshot
+        self._pinned: StateSnapshot | None = None
+
+    def pin(self) -> None:
+        self._pinned = self.snapshot()
+
+    def current(self) -> StateSnapshot:
+        pinned = self._pinned
+        return pinned if pinned is not None else self.snapshot()
 
     def describe(self) -> list[Metric]:
         return []  # computed at collect time; nothing to check at registration
 
     def collect(self) -> Iterator[Metric]:
-        snapshot = self.snapshot()
+        snapshot = self.current()
         yield self._pods(snapshot)
         yield from self._nodepools(snapshot)
         yield from self._nodes(snapshot)

@@ -299,7 +299,8 @@ def _controller_figures(karpy: ControllerProcess) -> dict[str, Any]:
     renew = "karpy_leader_election_renew_duration_seconds"
     if scrape is None:
         keys = ("longest_loop_stall_seconds", "loop_lag_p99_seconds", "lease_renew_p50_seconds",
-                "lease_renew_p99_seconds", "lease_renew_max_seconds", "lease_renewals")  # fmt: skip
+                "lease_renew_p99_seconds", "lease_renew_max_seconds", "lease_renewals",
+                "longest_gc_pause_seconds", "longest_full_gc_pause_seconds")  # fmt: skip
         return dict.fromkeys(keys)
     longest_stall = scrape.max("karpy_event_loop_lag_longest_seconds")
     longest_renewal = scrape.max("karpy_leader_election_renew_longest_seconds")
@@ -310,9 +311,18 @@ def _controller_figures(karpy: ControllerProcess) -> dict[str, Any]:
         "lease_renew_p50_seconds": _at_most(scrape.quantile(0.5, renew), longest_renewal),
         "lease_renew_p99_seconds": _at_most(scrape.quantile(0.99, renew), longest_renewal),
         "lease_renew_max_seconds": longest_renewal,
+        "longest_gc_pause_seconds": scrape.max("karpy_gc_pause_longest_seconds"),
+        "longest_full_gc_pause_seconds": scrape.max(
+            "karpy_gc_pause_longest_seconds", lambda labels: labels["generation"] == "2"
+        ),
     }
     return {**{k: rounded(v) for k, v in figures.items()},
             "lease_renewals": int(scrape.count(renew)),
+            "full_gc_collections": int(scrape.count(
+                "karpy_gc_pause_seconds", lambda labels: labels["generation"] == "2")),
+            "gc_seconds_by_generation": {
+                labels["generation"]: round(value, 2) for name, labels, value in scrape.samples
+                if name == "karpy_gc_pause_seconds_sum"},
             **_plan_figures(scrape)}  # fmt: skip
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
@@ -228,3 +229,38 @@ async def test_cancellation_stops_at_once_and_unsubscribes():
     state.apply(kinds.NAMESPACE, [("b", namespace("b"))], [])
     assert reconciler.calls == ["a"]
     assert len(controller.queue) == 0
+
+
+class Busy(Recording):
+    """Reconciles without ever suspending, 2 ms of computation a key."""
+
+    async def reconcile(self, key: str) -> Result:
+        self.calls.append(key)
+        end = time.perf_counter() + 0.002
+        while time.perf_counter() < end:
+            pass
+        return DONE
+
+
+async def test_a_worker_with_many_keys_that_never_suspend_lets_the_loop_run():
+    state = ClusterState(watched=[kinds.NAMESPACE])
+    names = [f"ns-{i}" for i in range(200)]  # 0.4 s of work, none of it suspending
+    state.apply(kinds.NAMESPACE, [(n, namespace(n)) for n in names], [])
+    state.set_synced(kinds.NAMESPACE)
+    reconciler = Busy()
+    controller = Controller(reconciler, state, clock=FakeClock())
+    gaps: list[float] = []
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while len(reconciler.calls) < len(names):
+            await asyncio.sleep(0)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    async with running(controller):
+        await asyncio.wait_for(ticker(), 30)
+    assert len(reconciler.calls) == len(names)
+    # Another task ran at least every time slice (and a key), not once at the end.
+    assert max(gaps) < 0.2
