@@ -43,7 +43,7 @@ __all__ = ["GcFreezer"]
 log = get_logger("gc")
 
 STEP: Final = 1.0  # seconds between steps
-REGROW: Final = 4.0
+REGROW: Final = 8.0
 FULL_EVERY: Final = 1800.0  # seconds
 
 
