@@ -75,6 +75,7 @@ if TYPE_CHECKING:
 
     from karpy.base.clock import Clock
     from karpy.cloud.provider import RepairPolicy
+    from karpy.disruption.balanced import PoolTotals
     from karpy.disruption.candidates import Blocked, Candidate
     from karpy.disruption.methods.method import Method
     from karpy.kube.client import KubeClient
@@ -323,24 +324,28 @@ class Disruption:
         balanced = balanced_pools(candidates)
         # Empty's verdicts serve twice: which empty nodes are about to go, and emptiness's budget.
         empty = budget_verdicts(snapshot, DisruptionReason.EMPTY, now)
-        what_if = WhatIf(
-            snapshot,
-            compiled,
-            nominated=nominated,
-            settings=self.settings,
-            budget=SIMULATION_BUDGET,
-            emptying=emptying_nodes(candidates, _allowed(empty)),
-            pool_totals=pool_totals(
-                snapshot,
-                candidates,
-                compiled.types_by_name,
-                balanced,
-                deletion_cost_managed=self.deletion_cost_managed,
-            ),
-            virtual=placeholders,
-            now=now,
-        )
+        totals = pool_totals(snapshot, candidates, compiled.types_by_name, balanced,
+                             deletion_cost_managed=self.deletion_cost_managed)  # fmt: skip
+        what_if = self._what_if(snapshot, compiled, nominated=nominated, now=now,
+                                emptying=emptying_nodes(candidates, _allowed(empty)),
+                                placeholders=placeholders, totals=totals)  # fmt: skip
         return Survey(candidates, blocked, empty, what_if, _blocked_events(snapshot, blocked))
+
+    def _what_if(
+        self,
+        snapshot: StateSnapshot,
+        compiled: CompiledContext,
+        *,
+        nominated: Mapping[str, str],
+        now: datetime,
+        emptying: Mapping[str, float],
+        placeholders: Sequence[Pod],
+        totals: Mapping[str, PoolTotals] | None = None,
+    ) -> WhatIf:
+        """The what-if rounds of a pass or of a validation, on ``snapshot``."""
+        return WhatIf(snapshot, compiled, nominated=nominated, settings=self.settings,
+                      budget=SIMULATION_BUDGET, emptying=emptying, pool_totals=totals,
+                      virtual=placeholders, now=now)  # fmt: skip
 
     async def _compute(
         self,
@@ -443,16 +448,9 @@ class Disruption:
         if not problem and command.reason is DisruptionReason.UNDERUTILIZED:
             still = [c for c in chosen if c is not None]
             empty = await asyncio.to_thread(budget_verdicts, snapshot, DisruptionReason.EMPTY, now)
-            what_if = WhatIf(
-                snapshot,
-                compiled,
-                nominated=nominated,
-                settings=self.settings,
-                budget=SIMULATION_BUDGET,
-                emptying=emptying_nodes(fresh, _allowed(empty)),
-                virtual=self._placeholders(),
-                now=now,
-            )
+            what_if = self._what_if(snapshot, compiled, nominated=nominated, now=now,
+                                    emptying=emptying_nodes(fresh, _allowed(empty)),
+                                    placeholders=self._placeholders())  # fmt: skip
             spot_to_spot = self.settings.feature_gates.spot_to_spot_consolidation
             again, why = await solve_in_thread(lambda cancel: consolidate(
                 still, what_if.cancelled_by(cancel), spot_to_spot=spot_to_spot,
